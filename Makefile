@@ -1,0 +1,40 @@
+# warden — see README.md. One target dir for the host and the wasm guests.
+export CARGO_TARGET_DIR := $(CURDIR)/target
+WASM := --release --target wasm32-wasip2
+ARGS ?= tools list
+
+.PHONY: tools test-guests build test lint fmt bench run
+
+## Built-in tool components (embedded into the warden binary).
+tools:
+	cargo build $(WASM) --manifest-path tools-wasm/Cargo.toml
+
+## Hostile and broken components used only by the tests.
+test-guests:
+	cargo build $(WASM) --manifest-path tests/guests/Cargo.toml
+
+build: tools
+	cargo build --release --workspace --bins
+
+test: tools test-guests
+	cargo build --release --workspace --bins
+	cargo test --release --workspace
+
+lint:
+	cargo fmt --all --check
+	cargo fmt --manifest-path tools-wasm/Cargo.toml --all --check
+	cargo fmt --manifest-path tests/guests/Cargo.toml --all --check
+	cargo clippy --release --workspace --all-targets -- -D warnings
+	cargo clippy $(WASM) --manifest-path tools-wasm/Cargo.toml -- -D warnings
+	cargo clippy $(WASM) --manifest-path tests/guests/Cargo.toml -- -D warnings
+
+fmt:
+	cargo fmt --all
+	cargo fmt --manifest-path tools-wasm/Cargo.toml --all
+	cargo fmt --manifest-path tests/guests/Cargo.toml --all
+
+bench: build test-guests
+	cargo run --release -p warden-bench
+
+run: build
+	./target/release/warden $(ARGS)

@@ -1,0 +1,28 @@
+//! Embeds the built-in tool components into the `warden` binary.
+
+use std::path::PathBuf;
+
+const BUILTINS: &[&str] = &["fs"];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let dir = std::env::var_os("WARDEN_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("../../target/wasm32-wasip2/release"));
+    println!("cargo:rerun-if-env-changed=WARDEN_TOOLS_DIR");
+    for name in BUILTINS {
+        let path = dir.join(format!("{name}.wasm"));
+        println!("cargo:rerun-if-changed={}", path.display());
+        if !path.is_file() {
+            panic!(
+                "built-in tool {} is missing: run `make tools` first (it builds tools-wasm/ for wasm32-wasip2)",
+                path.display()
+            );
+        }
+        let var = format!("WARDEN_BUILTIN_{}", name.to_uppercase());
+        println!(
+            "cargo:rustc-env={var}={}",
+            path.canonicalize().unwrap().display()
+        );
+    }
+}

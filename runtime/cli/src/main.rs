@@ -1,0 +1,46 @@
+//! `warden`: run sandboxed tools for LLM agents.
+
+mod args;
+mod policy_cmd;
+mod render;
+mod tools_cmd;
+mod workspace;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit code of a tool call that returned an error.
+const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code of a configuration or usage error.
+const EXIT_CONFIG: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}
+
+fn run(cli: args::Cli) -> anyhow::Result<u8> {
+    let ws = workspace::Workspace::open(cli.workspace.as_deref())?;
+    match cli.command {
+        args::Command::Tools { command } => tools_cmd::run(&ws, command),
+        args::Command::Policy { json } => policy_cmd::run(&ws, json),
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

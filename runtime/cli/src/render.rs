@@ -1,0 +1,67 @@
+//! Plain-text rendering helpers.
+
+use std::path::Path;
+
+use warden_policy::Grants;
+use warden_sandbox::Toolset;
+
+/// First sentence of a description, cut to `max` characters.
+pub fn short(description: &str, max: usize) -> String {
+    let first = description.lines().next().unwrap_or("");
+    let first = match first.find(". ") {
+        Some(i) => &first[..=i],
+        None => first,
+    };
+    if first.chars().count() <= max {
+        return first.to_string();
+    }
+    let mut s: String = first.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// The access column: `rw:. env:LANG`, or `disabled`.
+pub fn access(grants: Option<&Grants>, workspace: &Path) -> String {
+    match grants {
+        Some(g) => g.summary(workspace),
+        None => "disabled".into(),
+    }
+}
+
+/// Prints load problems and policy warnings to stderr.
+pub fn warnings(tools: &Toolset) {
+    for p in tools.host().problems() {
+        eprintln!("warning: skipped {}: {}", p.location, p.reason);
+    }
+    for w in tools.warnings() {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// Rows as aligned columns; the last column is not padded.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c + 1 == r.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,166 @@
+//! `warden tools list | inspect | call`.
+
+use std::io::{Read, Write};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+use warden_sandbox::Toolset;
+
+use crate::args::ToolsCommand;
+use crate::render;
+use crate::workspace::Workspace;
+use crate::{EXIT_CONFIG, EXIT_TOOL_ERROR};
+
+pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
+    let tools = ws.toolset()?;
+    match command {
+        ToolsCommand::List { json } => list(ws, &tools, json),
+        ToolsCommand::Inspect { name, json } => inspect(ws, &tools, &name, json),
+        ToolsCommand::Call { name, args, json } => call(&tools, &name, args, json),
+    }
+}
+
+fn list(ws: &Workspace, tools: &Toolset, json: bool) -> anyhow::Result<u8> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let list: Vec<_> = tools
+            .entries()
+            .iter()
+            .map(|e| {
+                json!({
+                    "name": e.info.spec.name,
+                    "origin": e.info.origin,
+                    "location": e.info.location,
+                    "description": e.info.spec.description,
+                    "aliases": e.info.spec.aliases,
+                    "mutates": e.info.spec.mutates,
+                    "enabled": e.grants.is_some(),
+                    "grants": e.grants,
+                })
+            })
+            .collect();
+        let doc = json!({
+            "tools": list,
+            "problems": tools.host().problems(),
+            "warnings": tools.warnings(),
+            "cache": {
+                "compiled": tools.host().cache_stats().compiled(),
+                "reused": tools.host().cache_stats().reused(),
+            },
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(0);
+    }
+    let mut rows = vec![vec![
+        "NAME".to_string(),
+        "SOURCE".into(),
+        "ACCESS".into(),
+        "DESCRIPTION".into(),
+    ]];
+    for e in tools.entries() {
+        rows.push(vec![
+            e.info.spec.name.clone(),
+            e.info.origin.to_string(),
+            render::access(e.grants.as_ref(), &ws.root),
+            render::short(&e.info.spec.description, 60),
+        ]);
+    }
+    out.write_all(render::table(&rows).as_bytes())?;
+    drop(out);
+    render::warnings(tools);
+    if tools.entries().iter().any(|e| e.grants.is_none()) {
+        eprintln!("note: disabled tools are enabled by a `[tools.NAME]` section in warden.toml");
+    }
+    Ok(0)
+}
+
+fn inspect(ws: &Workspace, tools: &Toolset, name: &str, json: bool) -> anyhow::Result<u8> {
+    let Some(info) = tools.host().resolve(name) else {
+        bail!("no tool named `{name}`: `warden tools list` shows what is installed");
+    };
+    let entry = tools
+        .entries()
+        .iter()
+        .find(|e| e.info.spec.name == info.spec.name)
+        .expect("resolved tools have an entry");
+    let mut out = std::io::stdout().lock();
+    if json {
+        let doc = json!({
+            "spec": info.spec,
+            "origin": info.origin,
+            "location": info.location,
+            "hash": info.hash,
+            "enabled": entry.grants.is_some(),
+            "grants": entry.grants,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(0);
+    }
+    let s = &info.spec;
+    writeln!(out, "{}", s.name)?;
+    writeln!(out, "  {}", s.description.replace('\n', "\n  "))?;
+    writeln!(out)?;
+    if !s.aliases.is_empty() {
+        writeln!(out, "aliases:  {}", s.aliases.join(", "))?;
+    }
+    writeln!(out, "mutates:  {}", if s.mutates { "yes" } else { "no" })?;
+    writeln!(out, "source:   {} ({})", info.origin, info.location)?;
+    writeln!(out, "sha256:   {}", info.hash)?;
+    match &entry.grants {
+        Some(g) => {
+            writeln!(out, "access:   {}", g.summary(&ws.root))?;
+            writeln!(out, "limits:   {}", g.limits)?;
+        }
+        None => writeln!(
+            out,
+            "access:   disabled (add `[tools.{}]` to warden.toml)",
+            s.name
+        )?,
+    }
+    writeln!(out, "parameters:")?;
+    writeln!(out, "{}", serde_json::to_string_pretty(&s.parameters)?)?;
+    Ok(0)
+}
+
+fn call(tools: &Toolset, name: &str, args: String, json: bool) -> anyhow::Result<u8> {
+    let args = if args == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read arguments from stdin")?;
+        s
+    } else {
+        args
+    };
+    if tools.host().resolve(name).is_none() && tools.find(name).is_none() {
+        render::warnings(tools);
+    }
+    let outcome = tools.call(name, &args);
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?;
+    } else if let Ok(text) = &outcome.result {
+        out.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            writeln!(out)?;
+        }
+    }
+    drop(out);
+    match &outcome.result {
+        Ok(_) => Ok(0),
+        Err(e) => {
+            if !json {
+                eprintln!("{e}");
+            }
+            Ok(
+                if e.kind == warden_sandbox::ErrorKind::UnknownTool
+                    && tools.host().resolve(name).is_none()
+                {
+                    EXIT_CONFIG
+                } else {
+                    EXIT_TOOL_ERROR
+                },
+            )
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The on-disk format of `warden.toml`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, de::Error as _};
+
+use crate::units::{parse_duration, parse_size};
+
+/// The whole policy file as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    /// Default limits for every tool.
+    #[serde(default)]
+    pub limits: LimitSection,
+    /// Per-tool sections, keyed by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<ToolName, ToolSection>,
+}
+
+/// Limits, each optional; unset ones fall back to the next layer.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSection {
+    /// Linear memory, e.g. "256MiB".
+    #[serde(default, deserialize_with = "memory")]
+    pub memory: Option<u64>,
+    /// Wall-clock time of one call, e.g. "30s".
+    #[serde(default, deserialize_with = "timeout")]
+    pub timeout: Option<Duration>,
+    /// Output returned to the model, e.g. "256KiB".
+    #[serde(default, deserialize_with = "output")]
+    pub output: Option<u64>,
+}
+
+/// `[tools.NAME]`: what one tool may do.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSection {
+    /// Whether the tool exists at all. Built-ins default to on; a drop-in is
+    /// on once it has a section.
+    pub enabled: Option<bool>,
+    /// Directories the tool may read (relative to the workspace or absolute).
+    #[serde(default, deserialize_with = "dirs")]
+    pub read: Option<Vec<String>>,
+    /// Directories the tool may read and write.
+    #[serde(default, deserialize_with = "dirs")]
+    pub write: Option<Vec<String>>,
+    /// Host environment variables passed by name.
+    #[serde(default, deserialize_with = "env_names")]
+    pub env: Vec<String>,
+    /// Overrides the default memory limit.
+    #[serde(default, deserialize_with = "memory")]
+    pub memory: Option<u64>,
+    /// Overrides the default timeout.
+    #[serde(default, deserialize_with = "timeout")]
+    pub timeout: Option<Duration>,
+    /// Overrides the default output limit.
+    #[serde(default, deserialize_with = "output")]
+    pub output: Option<u64>,
+}
+
+/// A validated tool name (snake_case).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ToolName(pub String);
+
+impl<'de> Deserialize<'de> for ToolName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if is_tool_name(&s) {
+            Ok(ToolName(s))
+        } else {
+            Err(D::Error::custom(format!(
+                "`{s}` is not a tool name: use snake_case like `read_file`"
+            )))
+        }
+    }
+}
+
+/// Whether `s` is a valid tool name: `[a-z][a-z0-9_]*`, at most 64 bytes.
+pub fn is_tool_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+        && s.len() <= 64
+}
+
+fn memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = size_value(d)?;
+    if !(1 << 20..=4 << 30).contains(&n) {
+        return Err(D::Error::custom(
+            "memory limit must be between 1MiB and 4GiB (wasm32 cannot address more)",
+        ));
+    }
+    Ok(Some(n))
+}
+
+fn output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = size_value(d)?;
+    if !(1..=64 << 20).contains(&n) {
+        return Err(D::Error::custom(
+            "output limit must be between 1B and 64MiB",
+        ));
+    }
+    Ok(Some(n))
+}
+
+fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let t = match SizeOrText::deserialize(d)? {
+        SizeOrText::Number(n) => Duration::from_secs(n),
+        SizeOrText::Text(s) => parse_duration(&s).map_err(D::Error::custom)?,
+    };
+    if t < Duration::from_millis(10) || t > Duration::from_secs(3600) {
+        return Err(D::Error::custom("timeout must be between 10ms and 60m"));
+    }
+    Ok(Some(t))
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SizeOrText {
+    Number(u64),
+    Text(String),
+}
+
+fn size_value<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    match SizeOrText::deserialize(d)? {
+        SizeOrText::Number(n) => Ok(n),
+        SizeOrText::Text(s) => parse_size(&s).map_err(D::Error::custom),
+    }
+}
+
+fn dirs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        if p.is_empty() {
+            return Err(D::Error::custom(
+                "empty directory path: use \".\" for the workspace",
+            ));
+        }
+        if p.contains('\0') {
+            return Err(D::Error::custom("directory path contains a NUL byte"));
+        }
+    }
+    Ok(Some(v))
+}
+
+fn env_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for name in &v {
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(D::Error::custom(format!(
+                "`{name}` is not an environment variable name (letters, digits, `_`)"
+            )));
+        }
+    }
+    Ok(v)
+}

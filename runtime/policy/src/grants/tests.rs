@@ -1,0 +1,163 @@
+use super::*;
+
+fn ws() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("docs")).unwrap();
+    std::fs::create_dir(d.path().join("out")).unwrap();
+    d
+}
+
+fn parse(text: &str, ws: &Path) -> Result<Policy> {
+    Policy::parse(text, &ws.join(POLICY_FILE), ws)
+}
+
+#[test]
+fn builtins_default_to_workspace_rw_and_dropins_to_nothing() {
+    let d = ws();
+    let p = Policy::defaults(d.path());
+    let (g, w) = p.grants_for("read_file", Origin::Builtin).unwrap();
+    assert!(w.is_empty());
+    assert_eq!(
+        g.dirs,
+        vec![DirGrant {
+            path: d.path().canonicalize().unwrap(),
+            write: true
+        }]
+    );
+    assert_eq!(g.limits, Limits::default());
+    assert!(g.env.is_empty() && g.network.is_empty());
+    assert!(p.grants_for("uppercase", Origin::Workspace).is_none());
+    assert!(p.grants_for("uppercase", Origin::User).is_none());
+}
+
+#[test]
+fn a_section_enables_a_dropin_with_exactly_its_grants() {
+    let d = ws();
+    let p = parse(
+        "[limits]\ntimeout = \"10s\"\n\n[tools.probe]\nread = [\"docs\"]\nwrite = [\"out\"]\nenv = [\"LANG\"]\nmemory = \"64MiB\"\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("probe", Origin::Workspace).unwrap();
+    let root = d.path().canonicalize().unwrap();
+    assert_eq!(g.dirs.len(), 2);
+    assert!(g.dirs.contains(&DirGrant {
+        path: root.join("docs"),
+        write: false
+    }));
+    assert!(g.dirs.contains(&DirGrant {
+        path: root.join("out"),
+        write: true
+    }));
+    assert_eq!(g.env, vec!["LANG"]);
+    assert_eq!(g.limits.memory, 64 << 20);
+    assert_eq!(g.limits.timeout, Duration::from_secs(10));
+    assert_eq!(g.limits.output, Limits::default().output);
+    assert_eq!(g.summary(&root), "rw:out ro:docs env:LANG");
+}
+
+#[test]
+fn nested_read_only_grant_sorts_after_the_read_write_one() {
+    let d = ws();
+    let p = parse(
+        "[tools.write_file]\nwrite = [\".\"]\nread = [\"docs\"]\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("write_file", Origin::Builtin).unwrap();
+    assert_eq!(g.summary(&d.path().canonicalize().unwrap()), "rw:. ro:docs");
+}
+
+#[test]
+fn builtins_can_be_disabled_and_restricted() {
+    let d = ws();
+    let p = parse(
+        "[tools.delete]\nenabled = false\n[tools.read_file]\nread = [\"docs\"]\n",
+        d.path(),
+    )
+    .unwrap();
+    assert!(p.grants_for("delete", Origin::Builtin).is_none());
+    let (g, _) = p.grants_for("read_file", Origin::Builtin).unwrap();
+    assert_eq!(g.dirs.len(), 1);
+    assert!(!g.dirs[0].write);
+}
+
+#[test]
+fn missing_directory_is_a_warning_and_not_mounted() {
+    let d = ws();
+    let p = parse("[tools.probe]\nread = [\"nope\"]\n", d.path()).unwrap();
+    let (g, w) = p.grants_for("probe", Origin::Workspace).unwrap();
+    assert!(g.dirs.is_empty());
+    assert!(
+        w[0].contains("`nope`") && w[0].contains("does not exist"),
+        "{w:?}"
+    );
+}
+
+fn syntax_error(text: &str) -> (usize, usize, String) {
+    let d = ws();
+    match parse(text, d.path()) {
+        Err(Error::Syntax {
+            line,
+            column,
+            message,
+            ..
+        }) => (line, column, message),
+        other => panic!("expected a syntax error, got {other:?}"),
+    }
+}
+
+#[test]
+fn errors_carry_line_column_and_what_was_expected() {
+    let (l, c, m) = syntax_error("[tools.probe]\nread = \"docs\"\n");
+    assert_eq!((l, c), (2, 8));
+    assert!(m.contains("sequence") || m.contains("array"), "{m}");
+
+    let (l, _, m) = syntax_error("[tools.probe]\nreed = [\"docs\"]\n");
+    assert_eq!(l, 2);
+    assert!(
+        m.contains("unknown field `reed`") && m.contains("read"),
+        "{m}"
+    );
+
+    let (l, c, m) = syntax_error("[limits]\nmemory = \"lots\"\n");
+    assert_eq!((l, c), (2, 10));
+    assert!(m.contains("not a size"), "{m}");
+
+    let (l, _, m) = syntax_error("[tools.probe]\ntimeout = \"3h\"\n");
+    assert_eq!(l, 2);
+    assert!(m.contains("unknown duration unit"), "{m}");
+
+    let (_, _, m) = syntax_error("[tools.Bad-Name]\n");
+    assert!(m.contains("snake_case"), "{m}");
+
+    let (_, _, m) = syntax_error("[tools.probe]\nenv = [\"A=B\"]\n");
+    assert!(m.contains("not an environment variable name"), "{m}");
+
+    let (_, _, m) = syntax_error("[tools.probe]\nmemory = \"8GiB\"\n");
+    assert!(m.contains("between 1MiB and 4GiB"), "{m}");
+
+    let (l, _, _) = syntax_error("[tools.probe\n");
+    assert_eq!(l, 1);
+}
+
+#[test]
+fn same_directory_read_and_write_is_rejected() {
+    let d = ws();
+    let e = parse(
+        "[tools.probe]\nread = [\"./docs/\"]\nwrite = [\"docs\"]\n",
+        d.path(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("both `read` and `write`"), "{e}");
+}
+
+#[test]
+fn load_reads_the_file_or_falls_back_to_defaults() {
+    let d = ws();
+    assert!(!Policy::load(d.path()).unwrap().is_present());
+    std::fs::write(d.path().join(POLICY_FILE), "[tools.x]\n").unwrap();
+    let p = Policy::load(d.path()).unwrap();
+    assert!(p.is_present());
+    assert_eq!(p.named_tools().collect::<Vec<_>>(), vec!["x"]);
+}

@@ -1,0 +1,74 @@
+//! The one wasmtime engine: configuration and the epoch ticker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::{Error, Result};
+
+/// How often the epoch advances; the granularity of every timeout.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Largest memory any tool may be granted (wasm32 cannot address more).
+pub(crate) const MAX_MEMORY: u64 = 4 << 30;
+
+/// Instances that may run at the same time (calls that don't mutate run concurrently).
+const POOL_INSTANCES: u32 = 64;
+
+/// Builds the engine every component is compiled for and run in.
+pub(crate) fn new_engine() -> Result<Engine> {
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(POOL_INSTANCES)
+        // wasi-libc programs link a few core modules (adapter, libc, app).
+        .max_core_instances_per_component(32)
+        .total_core_instances(POOL_INSTANCES * 8)
+        .max_memories_per_component(8)
+        .total_memories(POOL_INSTANCES * 2)
+        .max_tables_per_component(8)
+        .total_tables(POOL_INSTANCES * 8)
+        .total_stacks(POOL_INSTANCES)
+        .max_memory_size(MAX_MEMORY as usize)
+        .max_component_instance_size(1 << 20)
+        .max_core_instance_size(1 << 20)
+        .table_elements(100_000);
+
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        // Deep recursion traps cleanly instead of taking the host stack.
+        .max_wasm_stack(1 << 20)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(|e| Error::Engine(format!("{e:#}")))
+}
+
+/// Advances the engine epoch every [`EPOCH_TICK`] until dropped.
+pub(crate) struct Ticker {
+    stop: Arc<AtomicBool>,
+}
+
+impl Ticker {
+    pub(crate) fn start(engine: &Engine) -> Ticker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let engine = engine.clone();
+        std::thread::Builder::new()
+            .name("warden-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch thread");
+        Ticker { stop }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,384 @@
+//! The tool host: loads components, describes them, runs each call in a
+//! fresh, capability-scoped instance.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use warden_policy::{Grants, Limits, Origin};
+use wasmtime::component::Linker;
+use wasmtime::{Engine, Store, Trap};
+
+use crate::bindings::{ComponentPre, GuestError};
+use crate::cache::{CacheStats, CompileCache, component_hash};
+use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
+use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
+use crate::spec::{CheckedSpec, ToolSpec, check_specs};
+use crate::wasi::{CallState, CappedPipe, call_state};
+use crate::{ComponentSource, Error, Result};
+
+/// How long `describe` may take while loading.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Settings of a tool host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The workspace root: relative paths from the model resolve here.
+    pub workspace: PathBuf,
+    /// Folder of the compile cache; `None` compiles every start.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// A component that could not be loaded, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadProblem {
+    /// File path or `builtin:NAME`.
+    pub location: String,
+    /// What is wrong, and what to do.
+    pub reason: String,
+}
+
+/// A loaded tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    /// Name, description, schema, aliases, mutates.
+    pub spec: ToolSpec,
+    /// Where its component came from.
+    pub origin: Origin,
+    /// File path or `builtin:NAME` of its component.
+    pub location: String,
+    /// SHA-256 of its component.
+    pub hash: String,
+}
+
+struct Loaded {
+    pre: ComponentPre<CallState>,
+}
+
+struct Tool {
+    info: ToolInfo,
+    checked: CheckedSpec,
+    component: usize,
+}
+
+/// Loads tool components and runs calls in fresh sandboxed instances.
+pub struct ToolHost {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: CompileCache,
+    workspace: PathBuf,
+    components: Vec<Loaded>,
+    tools: Vec<Tool>,
+    names: HashMap<String, usize>,
+    problems: Vec<LoadProblem>,
+    _ticker: Ticker,
+}
+
+impl std::fmt::Debug for ToolHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolHost")
+            .field("workspace", &self.workspace)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolHost {
+    /// Creates the engine, the WASI linker and the epoch ticker.
+    pub fn new(config: HostConfig) -> Result<ToolHost> {
+        let engine = new_engine()?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| Error::Link(format!("{e:#}")))?;
+        let cache = CompileCache::new(&engine, config.cache_dir);
+        let workspace = config.workspace.canonicalize().unwrap_or(config.workspace);
+        Ok(ToolHost {
+            _ticker: Ticker::start(&engine),
+            engine,
+            linker,
+            cache,
+            workspace,
+            components: Vec::new(),
+            tools: Vec::new(),
+            names: HashMap::new(),
+            problems: Vec::new(),
+        })
+    }
+
+    /// Loads components in order. A name already taken (by a built-in or an
+    /// earlier component) is not overridden: the later tool is reported.
+    pub fn load(&mut self, sources: impl IntoIterator<Item = ComponentSource>) {
+        for source in sources {
+            if let Err(reason) = self.load_one(&source) {
+                self.problems.push(LoadProblem {
+                    location: source.location.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+
+    /// Records problems found before loading (an unreadable file).
+    pub fn add_problems(&mut self, problems: impl IntoIterator<Item = LoadProblem>) {
+        self.problems.extend(problems);
+    }
+
+    fn load_one(&mut self, source: &ComponentSource) -> std::result::Result<(), String> {
+        let hash = component_hash(&source.bytes);
+        let component = self
+            .cache
+            .load(&self.engine, &hash, &source.bytes)
+            .map_err(|e| not_a_component(&e))?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            format!(
+                "it imports something warden does not provide ({e:#}); tools may use WASI 0.2 only"
+            )
+        })?;
+        let pre = ComponentPre::new(instance_pre).map_err(|e| {
+            format!(
+                "not a warden tool component: it does not export `warden:tool/tool@0.1.0` ({e:#}); \
+                 build it against wit/tool.wit"
+            )
+        })?;
+        let specs = self.describe(&pre)?;
+        let checked = check_specs(specs)?;
+        for c in &checked {
+            for name in std::iter::once(&c.spec.name).chain(&c.spec.aliases) {
+                if let Some(&i) = self.names.get(name) {
+                    let other = &self.tools[i].info;
+                    return Err(format!(
+                        "its tool name `{name}` is already taken by `{}` from {}; rename the tool",
+                        other.spec.name, other.location
+                    ));
+                }
+            }
+        }
+        let index = self.components.len();
+        self.components.push(Loaded { pre });
+        for c in checked {
+            let t = self.tools.len();
+            for name in std::iter::once(&c.spec.name).chain(&c.spec.aliases) {
+                self.names.insert(name.clone(), t);
+            }
+            self.tools.push(Tool {
+                info: ToolInfo {
+                    spec: c.spec.clone(),
+                    origin: source.origin,
+                    location: source.location.clone(),
+                    hash: hash.clone(),
+                },
+                checked: c,
+                component: index,
+            });
+        }
+        Ok(())
+    }
+
+    fn describe(
+        &self,
+        pre: &ComponentPre<CallState>,
+    ) -> std::result::Result<Vec<crate::bindings::GuestSpec>, String> {
+        let grants = Grants {
+            dirs: Vec::new(),
+            env: Vec::new(),
+            network: Vec::new(),
+            limits: Limits {
+                timeout: DESCRIBE_TIMEOUT,
+                ..Limits::default()
+            },
+            from_policy: false,
+        };
+        let stderr = CappedPipe::default();
+        let mut store = self.store(&grants, &stderr).map_err(|e| e.message)?;
+        let run = pre
+            .instantiate(&mut store)
+            .and_then(|inst| inst.warden_tool_tool().call_describe(&mut store));
+        run.map_err(|e| {
+            let why = classify_trap(&e, &store, &grants.limits, &stderr);
+            format!("describe() failed: {}", why.message)
+        })
+    }
+
+    fn store(
+        &self,
+        grants: &Grants,
+        stderr: &CappedPipe,
+    ) -> std::result::Result<Store<CallState>, ToolError> {
+        let state = call_state(grants, &self.workspace, stderr)
+            .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_trap();
+        let ticks = grants
+            .limits
+            .timeout
+            .as_nanos()
+            .div_ceil(EPOCH_TICK.as_nanos()) as u64;
+        store.set_epoch_deadline(ticks.max(1));
+        Ok(store)
+    }
+
+    /// All loaded tools, in load order.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolInfo> {
+        self.tools.iter().map(|t| &t.info)
+    }
+
+    /// Components that could not be loaded.
+    pub fn problems(&self) -> &[LoadProblem] {
+        &self.problems
+    }
+
+    /// The tool called `name` (or with that alias).
+    pub fn resolve(&self, name: &str) -> Option<&ToolInfo> {
+        self.names.get(name).map(|&i| &self.tools[i].info)
+    }
+
+    /// What the compile cache did in this process.
+    pub fn cache_stats(&self) -> &CacheStats {
+        &self.cache.stats
+    }
+
+    /// The canonical workspace root.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// Runs one call of tool `name` (or an alias) with `grants`, in a fresh
+    /// instance. Every failure comes back in the outcome, never as a panic.
+    pub fn call(&self, name: &str, args: &str, grants: &Grants) -> CallOutcome {
+        let start = Instant::now();
+        let stderr = CappedPipe::default();
+        let Some(&index) = self.names.get(name) else {
+            return CallOutcome {
+                tool: name.to_string(),
+                result: Err(ToolError::new(
+                    ErrorKind::UnknownTool,
+                    format!("no tool named `{name}`"),
+                )),
+                truncated: false,
+                duration: start.elapsed(),
+                stderr: String::new(),
+            };
+        };
+        let tool = &self.tools[index];
+        let result = tool
+            .checked
+            .check_args(args)
+            .and_then(|args| self.run(tool, &args, grants, &stderr));
+        let (result, truncated) = match result {
+            Ok(out) => {
+                let (out, cut) = cap_output(out, grants.limits.output);
+                (Ok(out), cut)
+            }
+            Err(mut e) => {
+                let (msg, cut) = cap_output(std::mem::take(&mut e.message), grants.limits.output);
+                e.message = msg;
+                (Err(e), cut)
+            }
+        };
+        CallOutcome {
+            tool: tool.info.spec.name.clone(),
+            result,
+            truncated,
+            duration: start.elapsed(),
+            stderr: stderr.text(),
+        }
+    }
+
+    fn run(
+        &self,
+        tool: &Tool,
+        args: &str,
+        grants: &Grants,
+        stderr: &CappedPipe,
+    ) -> std::result::Result<String, ToolError> {
+        if grants.limits.memory > MAX_MEMORY {
+            return Err(ToolError::new(ErrorKind::Failed, "memory limit above 4GiB"));
+        }
+        let mut store = self.store(grants, stderr)?;
+        let pre = &self.components[tool.component].pre;
+        let returned = pre.instantiate(&mut store).and_then(|inst| {
+            inst.warden_tool_tool()
+                .call_call(&mut store, &tool.info.spec.name, args)
+        });
+        match returned {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(e)) => Err(guest_error(e)),
+            Err(e) => Err(classify_trap(&e, &store, &grants.limits, stderr)),
+        }
+    }
+}
+
+fn guest_error(e: GuestError) -> ToolError {
+    match e {
+        GuestError::InvalidArgs(m) => ToolError::new(ErrorKind::InvalidArgs, m),
+        GuestError::NotFound(m) => ToolError::new(ErrorKind::NotFound, m),
+        GuestError::Denied(m) => ToolError::new(ErrorKind::Denied, m),
+        GuestError::Failed(m) => ToolError::new(ErrorKind::Failed, m),
+    }
+}
+
+/// Turns a wasmtime error into what the model and the user should read.
+fn classify_trap(
+    e: &wasmtime::Error,
+    store: &Store<CallState>,
+    limits: &Limits,
+    stderr: &CappedPipe,
+) -> ToolError {
+    let trap = e.downcast_ref::<Trap>().copied();
+    if trap == Some(Trap::Interrupt) {
+        return ToolError::new(
+            ErrorKind::Timeout,
+            format!(
+                "the call ran past its time limit of {} ms and was stopped; \
+                 ask for less work per call, or raise `timeout` for this tool in warden.toml",
+                limits.timeout.as_millis()
+            ),
+        );
+    }
+    if store.data().limiter.hit {
+        return ToolError::new(
+            ErrorKind::MemoryLimit,
+            format!(
+                "the call needed more than its memory limit of {} MiB and was stopped; \
+                 ask for less data per call, or raise `memory` for this tool in warden.toml",
+                limits.memory >> 20
+            ),
+        );
+    }
+    let detail = stderr_tail(&stderr.text());
+    let what = match trap {
+        Some(Trap::StackOverflow) => {
+            "the tool overflowed its stack (runaway recursion?)".to_string()
+        }
+        Some(Trap::UnreachableCodeReached) => {
+            "the tool aborted (a panic or failed allocation inside it)".to_string()
+        }
+        Some(t) => format!("the tool trapped: {t}"),
+        None => format!("the sandbox could not run the tool: {e:#}"),
+    };
+    let message = if detail.is_empty() {
+        format!("{what}. This is a bug in the tool, not in your arguments; try another approach")
+    } else {
+        format!("{what}. Its last output: {detail}")
+    };
+    ToolError::new(ErrorKind::Crashed, message)
+}
+
+fn stderr_tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    tail.join(" | ")
+}
+
+fn not_a_component(e: &wasmtime::Error) -> String {
+    let text = format!("{e:#}");
+    if text.contains("attempted to parse a wasm module with a component parser") {
+        "it is a core WebAssembly module, not a component: build it for wasm32-wasip2 \
+         (or wrap it with `wasm-tools component new`)"
+            .into()
+    } else {
+        format!("not a valid WebAssembly component: {text}")
+    }
+}

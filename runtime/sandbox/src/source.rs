@@ -1,0 +1,69 @@
+//! Where tool components come from: built in, or `*.wasm` files in a folder.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use warden_policy::Origin;
+
+use crate::{Error, LoadProblem, Result};
+
+/// One component to load.
+#[derive(Debug, Clone)]
+pub struct ComponentSource {
+    /// Built-in, workspace or user.
+    pub origin: Origin,
+    /// The file path, or `builtin:NAME`; shown in listings and diagnostics.
+    pub location: String,
+    /// The component bytes.
+    pub bytes: Cow<'static, [u8]>,
+}
+
+impl ComponentSource {
+    /// A component compiled into the warden binary.
+    pub fn builtin(name: &str, bytes: &'static [u8]) -> ComponentSource {
+        ComponentSource {
+            origin: Origin::Builtin,
+            location: format!("builtin:{name}"),
+            bytes: Cow::Borrowed(bytes),
+        }
+    }
+
+    /// Every `*.wasm` file directly in `dir`, sorted by name. A missing folder
+    /// is empty; a file that cannot be read is reported, the others load.
+    pub fn from_dir(
+        dir: &Path,
+        origin: Origin,
+    ) -> Result<(Vec<ComponentSource>, Vec<LoadProblem>)> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+            Err(source) => {
+                return Err(Error::ToolsDir {
+                    path: dir.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        paths.sort();
+        let mut sources = Vec::new();
+        let mut problems = Vec::new();
+        for path in paths {
+            match std::fs::read(&path) {
+                Ok(bytes) => sources.push(ComponentSource {
+                    origin,
+                    location: path.display().to_string(),
+                    bytes: Cow::Owned(bytes),
+                }),
+                Err(e) => problems.push(LoadProblem {
+                    location: path.display().to_string(),
+                    reason: format!("cannot read the file: {e}"),
+                }),
+            }
+        }
+        Ok((sources, problems))
+    }
+}

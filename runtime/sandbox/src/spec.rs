@@ -1,0 +1,210 @@
+//! Tool specs from `describe`: checked once at load, then used to validate
+//! every call's arguments before the guest runs.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use warden_policy::is_tool_name;
+
+use crate::bindings::GuestSpec;
+use crate::outcome::{ErrorKind, ToolError};
+
+/// A tool as the model and the user see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    /// Name the model calls (snake_case).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of the argument object.
+    pub parameters: Value,
+    /// Other accepted names.
+    pub aliases: Vec<String>,
+    /// Whether a call can change state.
+    pub mutates: bool,
+}
+
+/// A spec with its compiled argument validator.
+pub(crate) struct CheckedSpec {
+    pub(crate) spec: ToolSpec,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for CheckedSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.spec.fmt(f)
+    }
+}
+
+/// Checks the specs a component described; the error says which tool and why.
+pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, String> {
+    if specs.is_empty() {
+        return Err("describe() returned no tools".into());
+    }
+    let mut out: Vec<CheckedSpec> = Vec::with_capacity(specs.len());
+    for s in specs {
+        if !is_tool_name(&s.name) {
+            return Err(format!(
+                "tool name `{}` is not snake_case (`[a-z][a-z0-9_]*`, at most 64 chars)",
+                s.name
+            ));
+        }
+        for a in &s.aliases {
+            if !is_tool_name(a) {
+                return Err(format!("tool `{}`: alias `{a}` is not snake_case", s.name));
+            }
+        }
+        if let Some(prev) = out
+            .iter()
+            .find(|o| o.spec.name == s.name || o.spec.aliases.contains(&s.name))
+        {
+            return Err(format!(
+                "two tools are named `{}` (the second clashes with `{}`)",
+                s.name, prev.spec.name
+            ));
+        }
+        let parameters: Value = serde_json::from_str(&s.parameters)
+            .map_err(|e| format!("tool `{}`: parameters is not valid JSON: {e}", s.name))?;
+        if !parameters.is_object() {
+            return Err(format!(
+                "tool `{}`: parameters must be a JSON Schema object like {{\"type\":\"object\"}}",
+                s.name
+            ));
+        }
+        if let Some(t) = parameters.get("type") {
+            if t != "object" {
+                return Err(format!(
+                    "tool `{}`: parameters must describe an object (\"type\": \"object\"), not {t}",
+                    s.name
+                ));
+            }
+        }
+        let validator = jsonschema::validator_for(&parameters).map_err(|e| {
+            format!(
+                "tool `{}`: parameters is not a valid JSON Schema: {e}",
+                s.name
+            )
+        })?;
+        out.push(CheckedSpec {
+            spec: ToolSpec {
+                name: s.name,
+                description: s.description,
+                parameters,
+                aliases: s.aliases,
+                mutates: s.mutates,
+            },
+            validator,
+        });
+    }
+    Ok(out)
+}
+
+impl CheckedSpec {
+    /// Parses and validates call arguments; the error tells the model how to
+    /// call correctly.
+    pub(crate) fn check_args(&self, args: &str) -> Result<String, ToolError> {
+        let name = &self.spec.name;
+        let trimmed = args.trim();
+        // Models often send "" for a tool without arguments.
+        let value: Value = if trimmed.is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(trimmed).map_err(|e| {
+                ToolError::new(
+                    ErrorKind::InvalidArgs,
+                    format!(
+                        "arguments for `{name}` are not valid JSON ({e}). Send one JSON object: {}",
+                        self.usage()
+                    ),
+                )
+            })?
+        };
+        if !value.is_object() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "arguments for `{name}` must be a JSON object, not {}. Expected: {}",
+                    kind_of(&value),
+                    self.usage()
+                ),
+            ));
+        }
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("at `{at}`: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "arguments for `{name}` do not match its schema: {}. Expected: {}",
+                    problems.join("; "),
+                    self.usage()
+                ),
+            ));
+        }
+        Ok(value.to_string())
+    }
+
+    /// A one-line description of the arguments, e.g.
+    /// `{path: string (required), offset?: integer}`.
+    pub(crate) fn usage(&self) -> String {
+        let props = self
+            .spec
+            .parameters
+            .get("properties")
+            .and_then(Value::as_object);
+        let required: Vec<&str> = self
+            .spec
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(props) = props else {
+            return "a JSON object".into();
+        };
+        let fields: Vec<String> = props
+            .iter()
+            .map(|(k, v)| {
+                let ty = v.get("type").map_or_else(
+                    || "any".to_string(),
+                    |t| match t {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                );
+                let opt = if required.contains(&k.as_str()) {
+                    ""
+                } else {
+                    "?"
+                };
+                format!("{k}{opt}: {ty}")
+            })
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,3 @@
+//! The one integration test binary: see `suite/` for the areas.
+
+mod suite;

@@ -1,0 +1,115 @@
+//! `make bench`: figures as ratios to baselines measured in the same run,
+//! because the machine is noisy. Targets are shown, never asserted.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use warden_tests::{Sandbox, warden_bin};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn spawn(cmd: &mut Command) {
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{cmd:?} failed");
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "meets target" } else { "MISSES target" }
+}
+
+fn main() {
+    let sb = Sandbox::new();
+    let file = sb.ws.join("4k.txt");
+    let line = "the quick brown fox jumps over the lazy dog, 0123456789 abcdefghij\n";
+    let content: String = line.repeat(4096 / line.len() + 1)[..4096].to_string();
+    std::fs::write(&file, &content).unwrap();
+    let tools = sb.toolset(&[]);
+    let args = r#"{"path":"4k.txt"}"#;
+    assert!(tools.call("read_file", args).result.is_ok());
+
+    // Warm up, then measure.
+    for _ in 0..200 {
+        tools.call("read_file", args);
+    }
+    let sandboxed = time(3000, || tools.call("read_file", args));
+    let native = time(3000, || std::fs::read_to_string(&file).unwrap());
+    let cat = time(300, || spawn(Command::new("/bin/cat").arg(&file)));
+
+    println!("read_file on a 4 KiB file (median)");
+    println!("  native std::fs read        {:>12}", us(native));
+    println!(
+        "  warden read_file (sandbox) {:>12}   ({:.0}x native)",
+        us(sandboxed),
+        ratio(sandboxed, native)
+    );
+    println!("  spawn /bin/cat             {:>12}", us(cat));
+    let speedup = ratio(cat, sandboxed);
+    println!(
+        "  sandboxed call is {speedup:.1}x faster than spawning cat (target >= 15x: {}); {} (target <= 50 µs: {})",
+        verdict(speedup >= 15.0),
+        us(sandboxed),
+        verdict(sandboxed <= Duration::from_micros(50))
+    );
+
+    println!();
+    println!("warden tools list, wall time (median)");
+    let bin = warden_bin();
+    let list = |cache: &Path| {
+        let mut c = sb.warden();
+        c.env("XDG_CACHE_HOME", cache).args(["tools", "list"]);
+        spawn(&mut c);
+    };
+    let spawn_true = time(30, || spawn(&mut Command::new("/bin/true")));
+    let warm_cache = tempfile::tempdir().unwrap();
+    list(warm_cache.path());
+    let warm = time(30, || list(warm_cache.path()));
+    let cold = time(5, || {
+        let fresh = tempfile::tempdir().unwrap();
+        list(fresh.path())
+    });
+    println!("  spawn /bin/true (baseline) {:>12}", ms(spawn_true));
+    println!(
+        "  warm cache                 {:>12}   ({:.1}x spawn baseline; target <= 20 ms: {})",
+        ms(warm),
+        ratio(warm, spawn_true),
+        verdict(warm <= Duration::from_millis(20))
+    );
+    println!(
+        "  cold cache                 {:>12}   ({:.1}x warm)",
+        ms(cold),
+        ratio(cold, warm)
+    );
+    println!("  binary: {}", bin.display());
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}

@@ -1,0 +1,273 @@
+//! Hostile tools for warden's integration tests: each one attacks a limit or
+//! probes the sandbox, and reports what it could do so tests can assert on it.
+//! Never shipped.
+
+wit_bindgen::generate!({ path: "../../../wit", world: "warden:tool/component" });
+
+use std::hint::black_box;
+use std::io::Write;
+
+use exports::warden::tool::tool::{Error, Guest, Spec};
+use serde_json::{Map, Value};
+
+const ANY_OBJECT: &str = r#"{"type":"object","additionalProperties":true}"#;
+const STRICT: &str = r#"{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"],"additionalProperties":false}"#;
+
+/// (name, description, parameters)
+const TOOLS: &[(&str, &str, &str)] = &[
+    ("spin", "Loops forever.", ANY_OBJECT),
+    ("bomb", "Allocates memory without bound.", ANY_OBJECT),
+    (
+        "flood",
+        "Writes 1 MiB to stdout, then returns `bytes` (default 10000000) 'x' characters.",
+        ANY_OBJECT,
+    ),
+    ("recurse", "Recurses until the stack overflows.", ANY_OBJECT),
+    (
+        "env_dump",
+        "Returns `count=N` then every environment variable as KEY=VALUE lines.",
+        ANY_OBJECT,
+    ),
+    (
+        "net",
+        "Tries a TCP connect to `addr` (default 127.0.0.1:80), a UDP bind and a DNS lookup.",
+        ANY_OBJECT,
+    ),
+    (
+        "fs_probe",
+        "Runs std::fs `op` (read, write, list, delete, mkdir, stat) on `path`.",
+        ANY_OBJECT,
+    ),
+    (
+        "fs_preopens",
+        "Lists the preopened directory names.",
+        ANY_OBJECT,
+    ),
+    (
+        "raw_write",
+        "Writes `content` to `path` under preopen `preopen` with raw WASI calls.",
+        ANY_OBJECT,
+    ),
+    ("cwd", "Returns the current directory.", ANY_OBJECT),
+    ("ok", "Returns \"ok\".", ANY_OBJECT),
+    ("fail", "Always fails.", ANY_OBJECT),
+    ("strict", "Returns n=<n>.", STRICT),
+];
+
+struct Component;
+
+impl Guest for Component {
+    fn describe() -> Vec<Spec> {
+        TOOLS
+            .iter()
+            .map(|&(name, description, parameters)| Spec {
+                name: name.into(),
+                description: description.into(),
+                parameters: parameters.into(),
+                aliases: vec![],
+                mutates: false,
+            })
+            .collect()
+    }
+
+    fn call(name: String, args: String) -> Result<String, Error> {
+        let args = match serde_json::from_str::<Value>(&args) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => Map::new(),
+            Err(e) => return Err(Error::InvalidArgs(format!("args are not JSON: {e}"))),
+        };
+        match name.as_str() {
+            "spin" => spin(),
+            "bomb" => bomb(),
+            "flood" => Ok(flood(&args)),
+            "recurse" => Ok(recurse(0).to_string()),
+            "env_dump" => Ok(env_dump()),
+            "net" => Ok(net(&args)),
+            "fs_probe" => fs_probe(&args),
+            "fs_preopens" => Ok(fs_preopens()),
+            "raw_write" => raw_write(&args),
+            "cwd" => Ok(match std::env::current_dir() {
+                Ok(dir) => format!("ok: {}", dir.display()),
+                Err(e) => io_err(&e),
+            }),
+            "ok" => Ok("ok".into()),
+            "fail" => Err(Error::Failed("deliberate failure".into())),
+            "strict" => match args.get("n").and_then(Value::as_i64) {
+                Some(n) => Ok(format!("n={n}")),
+                None => Err(Error::InvalidArgs("n must be an integer".into())),
+            },
+            _ => Err(Error::Failed(format!("unknown tool: {name}"))),
+        }
+    }
+}
+
+export!(Component);
+
+fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, Error> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::InvalidArgs(format!("`{key}` must be a string")))
+}
+
+fn io_err(e: &std::io::Error) -> String {
+    format!("err: {:?}: {e}", e.kind())
+}
+
+fn spin() -> ! {
+    let mut counter: u64 = 0;
+    loop {
+        counter = black_box(counter.wrapping_add(1));
+    }
+}
+
+fn bomb() -> ! {
+    let mut hoard: Vec<Vec<u8>> = Vec::new();
+    loop {
+        hoard.push(vec![0xA5; 1 << 20]);
+        black_box(&mut hoard);
+    }
+}
+
+fn flood(args: &Map<String, Value>) -> String {
+    let bytes = args
+        .get("bytes")
+        .and_then(Value::as_u64)
+        .unwrap_or(10_000_000);
+    let mut stdout = std::io::stdout();
+    let _ = stdout.write_all(&vec![b'o'; 1 << 20]);
+    let _ = stdout.flush();
+    "x".repeat(bytes as usize)
+}
+
+/// Non-tail recursion with a 1 KiB frame that must live on the stack.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    let mut frame = [0u8; 1024];
+    frame[0] = depth as u8;
+    black_box(&mut frame);
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    let below = recurse(black_box(depth + 1));
+    below.wrapping_add(u64::from(frame[black_box(0)]))
+}
+
+fn env_dump() -> String {
+    let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut out = format!("count={}", vars.len());
+    for line in vars {
+        out.push('\n');
+        out.push_str(&line);
+    }
+    out
+}
+
+fn net(args: &Map<String, Value>) -> String {
+    use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
+    let addr = args
+        .get("addr")
+        .and_then(Value::as_str)
+        .unwrap_or("127.0.0.1:80");
+    let tcp = match TcpStream::connect(addr) {
+        Ok(stream) => format!("tcp: CONNECTED to {addr} ({:?})", stream.peer_addr().ok()),
+        Err(e) => format!("tcp: denied: {e}"),
+    };
+    let udp = match UdpSocket::bind("0.0.0.0:0") {
+        Ok(socket) => format!("udp: CONNECTED (bound {:?})", socket.local_addr().ok()),
+        Err(e) => format!("udp: denied: {e}"),
+    };
+    let dns = match "localhost:80".to_socket_addrs() {
+        Ok(addrs) => format!("dns: CONNECTED (resolved {:?})", addrs.collect::<Vec<_>>()),
+        Err(e) => format!("dns: denied: {e}"),
+    };
+    format!("{tcp}\n{udp}\n{dns}")
+}
+
+fn fs_probe(args: &Map<String, Value>) -> Result<String, Error> {
+    use std::fs;
+    let op = str_arg(args, "op")?;
+    let path = str_arg(args, "path")?;
+    let content = args.get("content").and_then(Value::as_str).unwrap_or("");
+    let result = match op {
+        "read" => fs::read(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        "write" => fs::write(path, content).map(|()| format!("wrote {} bytes", content.len())),
+        "list" => fs::read_dir(path).and_then(|entries| {
+            let mut names = entries
+                .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            names.sort();
+            let mut out = format!("{} entries", names.len());
+            for name in names {
+                out.push('\n');
+                out.push_str(&name);
+            }
+            Ok(out)
+        }),
+        "delete" => match fs::remove_file(path) {
+            Ok(()) => Ok("deleted".into()),
+            Err(e) => match fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_dir() => fs::remove_dir(path).map(|()| "deleted".into()),
+                _ => Err(e),
+            },
+        },
+        "mkdir" => fs::create_dir(path).map(|()| "created".into()),
+        "stat" => fs::metadata(path).map(|meta| {
+            let kind = if meta.is_dir() {
+                "dir"
+            } else if meta.is_file() {
+                "file"
+            } else {
+                "other"
+            };
+            format!("kind={kind} len={}", meta.len())
+        }),
+        _ => {
+            return Err(Error::InvalidArgs(format!(
+                "unknown op `{op}`: use read, write, list, delete, mkdir or stat"
+            )));
+        }
+    };
+    Ok(match result {
+        Ok(details) => format!("ok: {details}"),
+        Err(e) => io_err(&e),
+    })
+}
+
+fn fs_preopens() -> String {
+    wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn raw_write(args: &Map<String, Value>) -> Result<String, Error> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let preopen = str_arg(args, "preopen")?;
+    let path = str_arg(args, "path")?;
+    let content = str_arg(args, "content")?.as_bytes();
+    let Some((dir, _)) = wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .find(|(_, name)| name == preopen)
+    else {
+        return Ok(format!("err: no preopen named {preopen:?}"));
+    };
+    let file = match dir.open_at(
+        PathFlags::empty(),
+        path,
+        OpenFlags::CREATE | OpenFlags::TRUNCATE,
+        DescriptorFlags::WRITE,
+    ) {
+        Ok(file) => file,
+        Err(code) => return Ok(format!("err: {code:?}")),
+    };
+    let mut written = 0;
+    while written < content.len() {
+        match file.write(&content[written..], written as u64) {
+            Ok(0) => return Ok("err: wrote 0 bytes".into()),
+            Ok(n) => written += n as usize,
+            Err(code) => return Ok(format!("err: {code:?}")),
+        }
+    }
+    Ok("ok".into())
+}

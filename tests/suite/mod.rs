@@ -1,0 +1,6 @@
+mod cache;
+mod cli;
+mod dropin;
+mod escapes;
+mod fs_tools;
+mod hostile;

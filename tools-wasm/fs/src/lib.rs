@@ -1,0 +1,137 @@
+//! `fs`: the built-in file tools of warden, as one WASI 0.2 component.
+//!
+//! Every path is used exactly as the model gave it, with `std::fs`. The host
+//! preopens the granted directories and wasmtime confines every access to
+//! them; this crate does no sandboxing of its own, it only turns failures into
+//! messages the model can act on.
+//!
+//! Table of contents:
+//! - `bindings`: the WIT bindings and the exported `describe` / `call`.
+//! - `error`: [`ToolError`], argument parsing, io error messages.
+//! - `paths`: path checks, lexical normalisation, granted-root detection.
+//! - `text`: binary detection, line cutting, sizes, line numbers.
+//! - `walk`: the recursive directory walk shared by `glob` and `grep`.
+//! - `tools`: one module per tool:
+//!   - `read_file` (`tools::read`), `write_file` (`tools::write`),
+//!     `edit_file` (`tools::edit`),
+//!   - `list_files` (`tools::list`), `glob` (`tools::glob`),
+//!     `grep` (`tools::grep`),
+//!   - `copy` (`tools::copy`), `move` (`tools::mv`),
+//!     `mkdir` (`tools::mkdir`), `delete` (`tools::delete`).
+
+mod bindings;
+mod error;
+mod paths;
+mod text;
+mod tools;
+mod walk;
+
+pub use error::ToolError;
+
+/// One tool of the component: its description for the model and its code.
+pub struct Tool {
+    /// snake_case name the model calls.
+    pub name: &'static str,
+    /// What the tool does, written for the model.
+    pub description: &'static str,
+    /// JSON Schema of the argument object.
+    pub schema: &'static str,
+    /// Other names the model may use.
+    pub aliases: &'static [&'static str],
+    /// True when a call can change files.
+    pub mutates: bool,
+    /// Runs the tool on its JSON arguments.
+    pub run: fn(&str) -> Result<String, ToolError>,
+}
+
+/// Every tool this component offers, in the order `describe` lists them.
+pub const TOOLS: &[&Tool] = &[
+    &tools::read::TOOL,
+    &tools::write::TOOL,
+    &tools::edit::TOOL,
+    &tools::list::TOOL,
+    &tools::glob::TOOL,
+    &tools::grep::TOOL,
+    &tools::copy::TOOL,
+    &tools::mv::TOOL,
+    &tools::mkdir::TOOL,
+    &tools::delete::TOOL,
+];
+
+/// Runs tool `name` (or one of its aliases) on `args`.
+pub fn call(name: &str, args: &str) -> Result<String, ToolError> {
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == name || t.aliases.contains(&name))
+        .ok_or_else(|| {
+            let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+            ToolError::NotFound(format!(
+                "unknown tool {name:?}; this component offers: {}",
+                names.join(", ")
+            ))
+        })?;
+    (tool.run)(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn specs_are_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for tool in TOOLS {
+            let is_snake = |s: &str| {
+                s.len() <= 64
+                    && s.starts_with(|c: char| c.is_ascii_lowercase())
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            };
+            assert!(is_snake(tool.name), "{}", tool.name);
+            assert!(seen.insert(tool.name), "duplicate {}", tool.name);
+            for alias in tool.aliases {
+                assert!(is_snake(alias), "{alias}");
+                assert!(seen.insert(alias), "duplicate {alias}");
+            }
+            assert!(tool.description.len() > 40, "{}", tool.name);
+            let schema: Value = serde_json::from_str(tool.schema)
+                .unwrap_or_else(|e| panic!("{}: bad schema: {e}", tool.name));
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+            assert_eq!(schema["additionalProperties"], false, "{}", tool.name);
+            let props = schema["properties"].as_object().unwrap();
+            let required = schema["required"].as_array().cloned().unwrap_or_default();
+            for req in &required {
+                assert!(props.contains_key(req.as_str().unwrap()), "{}", tool.name);
+            }
+            for (key, prop) in props {
+                assert!(prop["description"].is_string(), "{}.{key}", tool.name);
+            }
+        }
+    }
+
+    #[test]
+    fn mutating_tools() {
+        let mutating: Vec<&str> = TOOLS.iter().filter(|t| t.mutates).map(|t| t.name).collect();
+        assert_eq!(
+            mutating,
+            ["write_file", "edit_file", "copy", "move", "mkdir", "delete"]
+        );
+    }
+
+    #[test]
+    fn unknown_tool_lists_names() {
+        let ToolError::NotFound(msg) = call("nope", "{}").unwrap_err() else {
+            panic!()
+        };
+        assert!(msg.contains("read_file, write_file"), "{msg}");
+    }
+
+    #[test]
+    fn bad_args_are_invalid_args() {
+        let err = call("read_file", r#"{"path":"x","bogus":1}"#).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArgs(_)), "{err:?}");
+        let err = call("cat", r#"{}"#).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArgs(_)), "{err:?}");
+    }
+}

@@ -1,0 +1,247 @@
+//! Path checks and lexical path logic. Nothing here touches the file system
+//! except [`preopens`]; confinement itself is wasmtime's job.
+
+use crate::error::{ToolError, invalid};
+
+/// Longest path accepted, in bytes.
+pub const MAX_PATH: usize = 4096;
+
+/// Rejects paths std cannot or should not be given: NUL bytes, huge strings.
+pub fn check(field: &str, path: &str) -> Result<(), ToolError> {
+    if path.contains('\0') {
+        return Err(invalid(format!("{field} contains a NUL byte")));
+    }
+    if path.len() > MAX_PATH {
+        return Err(invalid(format!(
+            "{field} is {} bytes long; the limit is {MAX_PATH}",
+            path.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Lexically normalises a path: drops empty and `.` components, resolves
+/// `..` against the previous component where there is one. Relative results
+/// never start with `./`; the empty relative path is `.`; `/..` is `/`.
+pub fn normalize(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if absolute => {}
+                _ => parts.push(".."),
+            },
+            _ => parts.push(part),
+        }
+    }
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
+/// True when normalised path `child` is `parent` or lies under it.
+pub fn is_within(child: &str, parent: &str) -> bool {
+    match parent {
+        "." => !child.starts_with('/') && !escapes(child),
+        "/" => child.starts_with('/'),
+        _ => {
+            child == parent
+                || child
+                    .strip_prefix(parent)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        }
+    }
+}
+
+/// True when normalised relative path `norm` climbs above its start.
+fn escapes(norm: &str) -> bool {
+    norm == ".." || norm.starts_with("../")
+}
+
+/// Names of the directories the host preopened for this call, as the guest
+/// sees them (for example `.` or `/workspace`). Empty off wasm32.
+pub fn preopens() -> Vec<String> {
+    #[cfg(target_os = "wasi")]
+    {
+        wasip2::filesystem::preopens::get_directories()
+            .into_iter()
+            .map(|(_descriptor, name)| name)
+            .collect()
+    }
+    #[cfg(not(target_os = "wasi"))]
+    {
+        Vec::new()
+    }
+}
+
+/// Whether a failure on `path` is best explained by the path lying outside
+/// every granted directory.
+pub fn looks_outside(path: &str) -> bool {
+    looks_outside_in(path, &preopens())
+}
+
+fn looks_outside_in(path: &str, preopens: &[String]) -> bool {
+    let norm = normalize(path);
+    if escapes(&norm) {
+        return true;
+    }
+    if !norm.starts_with('/') {
+        return false;
+    }
+    // An absolute path is inside only if an absolute grant contains it. With
+    // no absolute grant known, absolute paths are the likely mistake.
+    !preopens
+        .iter()
+        .map(|p| normalize(p))
+        .any(|p| p.starts_with('/') && is_within(&norm, &p))
+}
+
+/// The message for a path outside every grant, naming the grants if known.
+pub fn outside_message(path: &str) -> String {
+    let granted = preopens();
+    let mut msg = format!("{path} is outside the directories this tool may access");
+    if !granted.is_empty() {
+        msg.push_str(&format!(" (granted: {})", granted.join(", ")));
+    }
+    msg.push_str("; use a path inside them (relative paths resolve in the workspace)");
+    msg
+}
+
+/// Refuses paths that are, or contain, the root of a granted directory:
+/// `.`, `./`, ``, `/`, `..`, a preopen name or an ancestor of one.
+pub fn refuse_grant_root(field: &str, path: &str) -> Result<(), ToolError> {
+    if is_grant_root_in(path, &preopens()) {
+        return Err(invalid(format!(
+            "refusing to {field} {path:?}: it is the root of a directory granted to this \
+             tool (or contains one). Name the entries inside it instead."
+        )));
+    }
+    Ok(())
+}
+
+fn is_grant_root_in(path: &str, preopens: &[String]) -> bool {
+    let norm = normalize(path);
+    if norm == "." || norm == "/" || norm.split('/').all(|c| c == "..") {
+        return true;
+    }
+    preopens
+        .iter()
+        .map(|p| normalize(p))
+        .any(|p| is_within(&p, &norm))
+}
+
+/// Joins a walk's base path (as the model gave it) and a relative path
+/// found under it, so that the result can be passed back to other tools.
+pub fn display_join(base: &str, rel: &str) -> String {
+    if normalize(base) == "." && !base.starts_with('/') && !base.contains("..") {
+        return rel.to_string();
+    }
+    if base.ends_with('/') {
+        format!("{base}{rel}")
+    } else {
+        format!("{base}/{rel}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes() {
+        let cases = [
+            ("", "."),
+            (".", "."),
+            ("./", "."),
+            ("./.", "."),
+            ("/", "/"),
+            ("//", "/"),
+            ("/..", "/"),
+            ("a/./b/", "a/b"),
+            ("a/..", "."),
+            ("a/../..", ".."),
+            ("../a", "../a"),
+            ("./../../a/b/../c", "../../a/c"),
+            ("/work/ws/../x", "/work/x"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn within() {
+        assert!(is_within("a/b", "a"));
+        assert!(is_within("a", "a"));
+        assert!(!is_within("ab", "a"));
+        assert!(is_within("a", "."));
+        assert!(!is_within("../a", "."));
+        assert!(!is_within("/a", "."));
+        assert!(is_within("/a", "/"));
+    }
+
+    #[test]
+    fn checks() {
+        assert!(check("path", "a\0b").is_err());
+        assert!(check("path", &"a".repeat(MAX_PATH + 1)).is_err());
+        assert!(check("path", &"a".repeat(MAX_PATH)).is_ok());
+    }
+
+    #[test]
+    fn grant_roots() {
+        let pre = vec![
+            ".".to_string(),
+            "/data/ref".to_string(),
+            "cache".to_string(),
+        ];
+        for root in [
+            "",
+            ".",
+            "./",
+            "/",
+            "..",
+            "../..",
+            "a/..",
+            "/data",
+            "/data/ref/",
+            "cache",
+            "./cache/.",
+        ] {
+            assert!(is_grant_root_in(root, &pre), "{root:?}");
+        }
+        for inner in ["a", "./a/b", "/data/ref/x", "cache/x", "../a"] {
+            assert!(!is_grant_root_in(inner, &pre), "{inner:?}");
+        }
+    }
+
+    #[test]
+    fn outside() {
+        let pre = vec![".".to_string(), "/data".to_string()];
+        assert!(looks_outside_in("../x", &pre));
+        assert!(looks_outside_in("/etc/passwd", &pre));
+        assert!(!looks_outside_in("/data/x", &pre));
+        assert!(!looks_outside_in("a/../x", &pre));
+        assert!(!looks_outside_in("x", &pre));
+        assert!(looks_outside_in("/data/x", &[]));
+    }
+
+    #[test]
+    fn joins() {
+        assert_eq!(display_join(".", "a/b"), "a/b");
+        assert_eq!(display_join("./", "a"), "a");
+        assert_eq!(display_join("", "a"), "a");
+        assert_eq!(display_join("src", "a"), "src/a");
+        assert_eq!(display_join("src/", "a"), "src/a");
+        assert_eq!(display_join("/", "a"), "/a");
+        assert_eq!(display_join("/ws", "a"), "/ws/a");
+        assert_eq!(display_join("..", "a"), "../a");
+    }
+}

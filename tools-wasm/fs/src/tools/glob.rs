@@ -1,0 +1,153 @@
+//! `glob`: find files whose path matches a glob pattern.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::ops::ControlFlow;
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
+
+use super::read_op;
+use crate::error::{ToolError, invalid, parse_args};
+use crate::{Tool, paths, walk};
+
+/// Most paths returned.
+const MAX_RESULTS: usize = 1000;
+
+pub const TOOL: Tool = Tool {
+    name: "glob",
+    description: "Find files by path pattern. Returns matching file paths (relative to the \
+        workspace, ready for read_file), one per line, sorted; `.git` is skipped and \
+        symlinked directories are not followed. Patterns match the whole path below `path`: \
+        `*` and `?` stay within one directory, `**` spans any number of directories, \
+        `{a,b}` is either, `[abc]` a set. Examples: `**/*.rs`, `src/*.{rs,toml}`, \
+        `**/test_*.py`. `*.rs` matches only at the top level. At most 1000 results. To \
+        search file contents use grep.",
+    schema: r#"{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Glob pattern, relative to path, e.g. \"**/*.rs\"."},
+    "path": {"type": "string", "minLength": 1, "description": "Directory to search in. Default \".\" (the workspace)."}
+  },
+  "required": ["pattern"],
+  "additionalProperties": false
+}"#,
+    aliases: &["find_files"],
+    mutates: false,
+    run,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+fn run(args: &str) -> Result<String, ToolError> {
+    let args: Args = parse_args(TOOL.name, args)?;
+    let base = args
+        .path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(".");
+    paths::check("path", base)?;
+    let matcher = compile(&args.pattern)?;
+    if !read_op(base, fs::metadata(base))?.is_dir() {
+        return Err(invalid(format!(
+            "{base} is a file, not a directory; give the directory to search in"
+        )));
+    }
+    let mut found = Vec::new();
+    let mut capped = false;
+    let summary = read_op(
+        base,
+        walk::walk_files(base, &mut |rel, _, _| {
+            if matcher.is_match(rel) {
+                if found.len() == MAX_RESULTS {
+                    capped = true;
+                    return ControlFlow::Break(());
+                }
+                found.push(paths::display_join(base, rel));
+            }
+            ControlFlow::Continue(())
+        }),
+    )?;
+    found.sort();
+    let mut out = String::new();
+    if found.is_empty() {
+        let _ = write!(out, "no files match {:?} under {base}", args.pattern);
+        if !args.pattern.contains('/') {
+            let _ = write!(
+                out,
+                " (a pattern without '/' only matches at the top level; try \"**/{}\")",
+                args.pattern
+            );
+        }
+        out.push('\n');
+    }
+    for path in &found {
+        out.push_str(path);
+        out.push('\n');
+    }
+    if capped {
+        let _ = writeln!(
+            out,
+            "[stopped after {MAX_RESULTS} files; use a more specific pattern or path]"
+        );
+    }
+    for note in summary.notes() {
+        let _ = writeln!(out, "{note}");
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// Compiles a glob in which `*` does not cross `/`. A leading `./` is
+/// ignored; absolute patterns are refused (use `path` for the directory).
+pub fn compile(pattern: &str) -> Result<GlobMatcher, ToolError> {
+    if pattern.starts_with('/') {
+        return Err(invalid(
+            "pattern must be relative; put the directory in path and the pattern below it, \
+             e.g. path=\"src\", pattern=\"**/*.rs\"",
+        ));
+    }
+    let pattern = pattern.trim_start_matches("./");
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|e| invalid(format!("invalid glob pattern: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, path: &str) -> bool {
+        compile(pattern).unwrap().is_match(path)
+    }
+
+    #[test]
+    fn glob_semantics() {
+        assert!(matches("**/*.rs", "lib.rs"));
+        assert!(matches("**/*.rs", "src/tools/read.rs"));
+        assert!(matches("*.rs", "lib.rs"));
+        assert!(!matches("*.rs", "src/lib.rs"));
+        assert!(matches("src/*.{rs,toml}", "src/Cargo.toml"));
+        assert!(!matches("src/*.{rs,toml}", "src/a/b.rs"));
+        assert!(matches("./src/*.rs", "src/a.rs"));
+        assert!(matches("src/**", "src/a/b"));
+    }
+
+    #[test]
+    fn bad_patterns() {
+        assert!(
+            matches!(compile("a[b"), Err(ToolError::InvalidArgs(m)) if m.contains("invalid glob"))
+        );
+        assert!(matches!(
+            compile("/abs/*.rs"),
+            Err(ToolError::InvalidArgs(_))
+        ));
+    }
+}

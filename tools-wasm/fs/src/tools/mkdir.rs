@@ -1,0 +1,50 @@
+//! `mkdir`: create a directory and its missing parents.
+
+use std::fs;
+
+use serde::Deserialize;
+
+use super::{kind_name, lstat, write_op};
+use crate::error::{ToolError, invalid, parse_args};
+use crate::{Tool, paths};
+
+pub const TOOL: Tool = Tool {
+    name: "mkdir",
+    description: "Create a directory, including any missing parent directories. Succeeds \
+        without change if the directory already exists. (write_file creates parent \
+        directories by itself; use mkdir for empty directories.)",
+    schema: r#"{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "Directory to create."}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}"#,
+    aliases: &["make_dir"],
+    mutates: true,
+    run,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+}
+
+fn run(args: &str) -> Result<String, ToolError> {
+    let args: Args = parse_args(TOOL.name, args)?;
+    let path = args.path.as_str();
+    paths::check("path", path)?;
+    match lstat(path)? {
+        Some(meta) if meta.is_dir() => Ok(format!("directory {path} already exists")),
+        Some(meta) => Err(invalid(format!(
+            "{path} already exists and is a {}, not a directory",
+            kind_name(&meta)
+        ))),
+        None => {
+            write_op(path, fs::create_dir_all(path))?;
+            Ok(format!("created directory {path}"))
+        }
+    }
+}

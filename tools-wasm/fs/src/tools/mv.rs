@@ -1,0 +1,149 @@
+//! `move`: move or rename a file, symlink or directory.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::copy::{check_pair, copy_entry, copy_tree};
+use super::delete::remove_contents;
+use super::{Counts, create_parents, kind_name, lstat, read_op, write_op};
+use crate::Tool;
+use crate::error::{Access, ToolError, invalid, io_error, parse_args};
+use crate::paths::{self, is_within, normalize};
+
+pub const TOOL: Tool = Tool {
+    name: "move",
+    description: "Move or rename a file, symlink or directory. `to` is the full new path, \
+        not a directory to move into (to move a.txt into docs/, use to=\"docs/a.txt\"); \
+        missing parent directories are created. An existing destination is an error unless \
+        overwrite is true, which replaces a file or an empty directory (never a non-empty \
+        one).",
+    schema: r#"{
+  "type": "object",
+  "properties": {
+    "from": {"type": "string", "minLength": 1, "description": "File, symlink or directory to move."},
+    "to": {"type": "string", "minLength": 1, "description": "Full new path."},
+    "overwrite": {"type": "boolean", "description": "Replace an existing file or empty directory at the destination. Default false."}
+  },
+  "required": ["from", "to"],
+  "additionalProperties": false
+}"#,
+    aliases: &["mv", "rename"],
+    mutates: true,
+    run,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    from: String,
+    to: String,
+    #[serde(default)]
+    overwrite: bool,
+}
+
+fn run(args: &str) -> Result<String, ToolError> {
+    let args: Args = parse_args(TOOL.name, args)?;
+    let (from, to) = (args.from.as_str(), args.to.as_str());
+    paths::check("from", from)?;
+    paths::check("to", to)?;
+    paths::refuse_grant_root("move", from)?;
+    check_pair(from, to, "move")?;
+    let src = read_op(from, fs::symlink_metadata(from))?;
+    let kind = kind_name(&src);
+    if src.is_dir() && is_within(&normalize(to), &normalize(from)) {
+        return Err(invalid(format!(
+            "cannot move directory {from} into itself ({to})"
+        )));
+    }
+    let mut replaced = "";
+    match lstat(to)? {
+        None => create_parents(to)?,
+        Some(dst) if !args.overwrite => {
+            return Err(invalid(format!(
+                "{to} already exists (a {}); set overwrite=true to replace it, or choose \
+                 another path",
+                kind_name(&dst)
+            )));
+        }
+        Some(dst) if dst.is_dir() && !src.is_dir() => {
+            let name = Path::new(from)
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            return Err(invalid(format!(
+                "{to} is a directory; to move into it give the full new path, e.g. \
+                 to=\"{}/{name}\"",
+                to.trim_end_matches('/')
+            )));
+        }
+        Some(dst) if src.is_dir() && !dst.is_dir() => {
+            return Err(invalid(format!(
+                "{to} is a {}, not a directory; delete it first or choose another path",
+                kind_name(&dst)
+            )));
+        }
+        Some(dst) if dst.is_dir() => {
+            if read_op(to, fs::read_dir(to))?.next().is_some() {
+                return Err(invalid(format!(
+                    "{to} is a directory that is not empty; delete it first or choose \
+                     another path"
+                )));
+            }
+            write_op(to, fs::remove_dir(to))?;
+            replaced = " (replaced an empty directory)";
+        }
+        Some(dst) => {
+            replaced = if kind_name(&dst) == "symlink" {
+                " (replaced a symlink)"
+            } else {
+                " (replaced a file)"
+            }
+        }
+    }
+    match fs::rename(from, to) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+            copy_then_delete(from, to, src.is_dir())?
+        }
+        Err(e) => return Err(rename_error(&e, from, to)),
+    }
+    Ok(format!("moved {kind} {from} to {to}{replaced}"))
+}
+
+/// Moves across file systems (for example between two grants): copy, then
+/// delete the source.
+fn copy_then_delete(from: &str, to: &str, is_dir: bool) -> Result<(), ToolError> {
+    let (src, dst) = (Path::new(from), Path::new(to));
+    let mut counts = Counts::default();
+    if is_dir {
+        copy_tree(src, dst, false, &mut counts)?;
+        if !counts.skipped_links.is_empty() {
+            return Err(ToolError::Failed(format!(
+                "{from} and {to} are on different file systems, so the move had to copy; \
+                 the copy at {to} is incomplete ({}{}), and {from} was left in place",
+                counts.describe(),
+                counts.skipped_note()
+            )));
+        }
+        remove_contents(src, &mut Counts::default())?;
+        write_op(from, fs::remove_dir(from))
+    } else {
+        // The destination was checked above: replacing it is intended.
+        copy_entry(src, dst, true, &mut counts)?;
+        write_op(from, fs::remove_file(from))
+    }
+}
+
+/// A failed rename: both ends must be writable, so name both.
+fn rename_error(err: &io::Error, from: &str, to: &str) -> ToolError {
+    let culprit = if paths::looks_outside(to) { to } else { from };
+    match io_error(err, culprit, Access::Write) {
+        ToolError::Denied(msg) if culprit == from => ToolError::Denied(format!(
+            "cannot move {from} to {to}: {msg} (both paths must be writable)"
+        )),
+        other => other,
+    }
+}

@@ -1,0 +1,66 @@
+//! `write_file`: create or overwrite a whole file.
+
+use std::fs;
+
+use serde::Deserialize;
+
+use super::{create_parents, lstat, write_op};
+use crate::error::{ToolError, invalid, parse_args};
+use crate::{Tool, paths};
+
+pub const TOOL: Tool = Tool {
+    name: "write_file",
+    description: "Write a text file, replacing all of its contents, or create it (and any \
+        missing parent directories). For changes to part of an existing file prefer \
+        edit_file, which does not need the whole file resent.",
+    schema: r#"{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "File to write, relative to the workspace (or absolute inside a granted directory)."},
+    "content": {"type": "string", "description": "The complete new contents of the file."}
+  },
+  "required": ["path", "content"],
+  "additionalProperties": false
+}"#,
+    aliases: &["write", "create_file"],
+    mutates: true,
+    run,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+fn run(args: &str) -> Result<String, ToolError> {
+    let args: Args = parse_args(TOOL.name, args)?;
+    let path = args.path.as_str();
+    paths::check("path", path)?;
+    if path.ends_with('/') {
+        return Err(invalid(format!(
+            "{path} ends with '/', so it names a directory; give a file path"
+        )));
+    }
+    let before = match lstat(path)? {
+        Some(meta) if meta.is_dir() => {
+            return Err(invalid(format!(
+                "{path} is a directory; give the path of a file (for example {}/NAME)",
+                path.trim_end_matches('/')
+            )));
+        }
+        // Through a symlink, report the size of the file it points to.
+        Some(meta) => Some(fs::metadata(path).map_or(meta.len(), |m| m.len())),
+        None => {
+            create_parents(path)?;
+            None
+        }
+    };
+    write_op(path, fs::write(path, &args.content))?;
+    let n = args.content.len();
+    Ok(match before {
+        None => format!("wrote {n} bytes to {path} (created a new file)"),
+        Some(old) => format!("wrote {n} bytes to {path} (overwrote the existing {old}-byte file)"),
+    })
+}
