@@ -19,11 +19,20 @@ fn a_second_start_compiles_nothing() {
     let sb = Sandbox::new();
     let cache = sb.home.join("cache");
     let first = host(&sb, &cache);
-    assert_eq!((first.cache_stats().compiled(), first.cache_stats().reused()), (2, 0));
+    assert_eq!(
+        (first.cache_stats().compiled(), first.cache_stats().reused()),
+        (2, 0)
+    );
     let artifacts = std::fs::read_dir(&cache).unwrap().count();
     assert_eq!(artifacts, 2);
     let second = host(&sb, &cache);
-    assert_eq!((second.cache_stats().compiled(), second.cache_stats().reused()), (0, 2));
+    assert_eq!(
+        (
+            second.cache_stats().compiled(),
+            second.cache_stats().reused()
+        ),
+        (0, 2)
+    );
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2);
 }
 
@@ -45,10 +54,21 @@ fn a_corrupt_artifact_is_recompiled() {
 fn the_cli_reuses_the_cache_across_starts() {
     let sb = Sandbox::new();
     let stats = |sb: &Sandbox| -> (u64, u64) {
-        let out = sb.warden().args(["tools", "list", "--json"]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = sb
+            .warden()
+            .args(["tools", "list", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        (v["cache"]["compiled"].as_u64().unwrap(), v["cache"]["reused"].as_u64().unwrap())
+        (
+            v["cache"]["compiled"].as_u64().unwrap(),
+            v["cache"]["reused"].as_u64().unwrap(),
+        )
     };
     assert_eq!(stats(&sb), (1, 0));
     assert_eq!(stats(&sb), (0, 1));

@@ -7,7 +7,11 @@ use warden_tests::{Sandbox, err, guests, ok, test_host, workspace_source};
 
 fn list(sb: &Sandbox) -> (String, String) {
     let out = sb.warden().args(["tools", "list"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -30,20 +34,38 @@ fn a_dropped_in_tool_is_listed_and_callable_once_enabled() {
     let (stdout, stderr) = list(&sb);
     let r = row(&stdout, "uppercase");
     assert!(r.contains("workspace") && r.contains("disabled"), "{r}");
-    assert!(stderr.contains("corrupt.wasm") && stderr.contains("not a valid WebAssembly component"), "{stderr}");
+    assert!(
+        stderr.contains("corrupt.wasm") && stderr.contains("not a valid WebAssembly component"),
+        "{stderr}"
+    );
     assert!(row(&stdout, "read_file").contains("rw:."));
 
-    let out = sb.warden().args(["tools", "call", "uppercase", r#"{"text":"hi"}"#]).output().unwrap();
+    let out = sb
+        .warden()
+        .args(["tools", "call", "uppercase", r#"{"text":"hi"}"#])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("not enabled") && stderr.contains("[tools.uppercase]"), "{stderr}");
+    assert!(
+        stderr.contains("not enabled") && stderr.contains("[tools.uppercase]"),
+        "{stderr}"
+    );
 
     sb.policy("[tools.uppercase]\n");
     let (stdout, _) = list(&sb);
     assert!(row(&stdout, "uppercase").contains("no access"), "{stdout}");
     for name in ["uppercase", "upper"] {
-        let out = sb.warden().args(["tools", "call", name, r#"{"text":"hi"}"#]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = sb
+            .warden()
+            .args(["tools", "call", name, r#"{"text":"hi"}"#])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(String::from_utf8(out.stdout).unwrap(), "HI\n");
     }
 }
@@ -55,11 +77,17 @@ fn a_drop_in_gets_exactly_the_grants_written() {
     sb.policy("[tools.fs_probe]\nread = [\"docs\"]\nwrite = [\"out\"]\n");
     let tools = sb.toolset(&[guests::HOSTILE]);
     let probe = |op: &str, path: &str| {
-        ok(tools.call("fs_probe", &json!({"op": op, "path": path, "content": "data"}).to_string()))
+        ok(tools.call(
+            "fs_probe",
+            &json!({"op": op, "path": path, "content": "data"}).to_string(),
+        ))
     };
     assert!(probe("read", "docs/readme.md").starts_with("ok: # docs"));
     assert!(probe("write", "out/new.txt").starts_with("ok"));
-    assert_eq!(std::fs::read_to_string(sb.ws.join("out/new.txt")).unwrap(), "data");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("out/new.txt")).unwrap(),
+        "data"
+    );
     for (op, path) in [
         ("read", "hello.txt"),
         ("list", "."),
@@ -104,8 +132,14 @@ fn broken_components_are_reported_and_the_rest_still_load() {
     host.load([warden_tests::builtin_fs()]);
     let cases: [(&str, &str); 10] = [
         (garbage.as_str(), "not a valid WebAssembly component"),
-        (core_module.as_str(), "core WebAssembly module, not a component"),
-        (guests::NOT_A_TOOL, "does not export `warden:tool/tool@0.1.0`"),
+        (
+            core_module.as_str(),
+            "core WebAssembly module, not a component",
+        ),
+        (
+            guests::NOT_A_TOOL,
+            "does not export `warden:tool/tool@0.1.0`",
+        ),
         (guests::BAD_SCHEMA, "parameters is not valid JSON"),
         (guests::BAD_SCHEMA_TYPE, "must describe an object"),
         (guests::DUP_NAMES, "two tools are named `dup`"),

@@ -44,8 +44,14 @@ fn an_infinite_loop_stops_at_its_timeout() {
     let e = err(tools.call("spin", "{}"));
     let took = start.elapsed();
     assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
-    assert!(e.message.contains("300 ms") && e.message.contains("timeout"), "{e}");
-    assert!(took >= Duration::from_millis(300), "stopped too early: {took:?}");
+    assert!(
+        e.message.contains("300 ms") && e.message.contains("timeout"),
+        "{e}"
+    );
+    assert!(
+        took >= Duration::from_millis(300),
+        "stopped too early: {took:?}"
+    );
     assert!(took < Duration::from_secs(5), "stopped too late: {took:?}");
     still_healthy(&tools);
 }
@@ -67,7 +73,11 @@ fn an_output_flood_is_truncated() {
     let text = ok(out);
     assert!(text.len() < 70 * 1024, "{}", text.len());
     assert!(text.starts_with("xxxx"));
-    assert!(text.contains("[output truncated: showing the first 65536 of 5000000 bytes"), "{}", &text[text.len() - 200..]);
+    assert!(
+        text.contains("[output truncated: showing the first 65536 of 5000000 bytes"),
+        "{}",
+        &text[text.len() - 200..]
+    );
     still_healthy(&tools);
 }
 
@@ -93,7 +103,11 @@ fn the_guest_sees_none_of_the_host_environment() {
             .env("WARDEN_TEST_VISIBLE", "granted-value")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let out = run(&sb);
@@ -116,10 +130,16 @@ fn sockets_and_name_lookups_are_denied() {
     let (_sb, tools) = hostile();
     let out = ok(tools.call("net", &json!({"addr": addr}).to_string()));
     for kind in ["tcp", "udp", "dns"] {
-        let line = out.lines().find(|l| l.starts_with(kind)).unwrap_or_else(|| panic!("{out}"));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(kind))
+            .unwrap_or_else(|| panic!("{out}"));
         assert!(line.contains("denied"), "{line}");
     }
-    assert!(listener.accept().is_err(), "the guest reached the host listener");
+    assert!(
+        listener.accept().is_err(),
+        "the guest reached the host listener"
+    );
     still_healthy(&tools);
 }
 
@@ -127,7 +147,10 @@ fn sockets_and_name_lookups_are_denied() {
 fn guest_errors_and_schema_violations_come_back_as_values() {
     let (_sb, tools) = hostile();
     let e = err(tools.call("fail", "{}"));
-    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Failed, "deliberate failure"));
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Failed, "deliberate failure")
+    );
     let e = err(tools.call("strict", r#"{"n": 0}"#));
     assert_eq!(e.kind, ErrorKind::InvalidArgs);
     assert!(e.message.contains("{n: integer}"), "{e}");

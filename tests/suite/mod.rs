@@ -2,5 +2,4 @@ mod cache;
 mod cli;
 mod dropin;
 mod escapes;
-mod fs_tools;
 mod hostile;

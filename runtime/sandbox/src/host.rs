@@ -352,6 +352,13 @@ fn classify_trap(
         Some(Trap::StackOverflow) => {
             "the tool overflowed its stack (runaway recursion?)".to_string()
         }
+        // Rust guests keep their stack in linear memory: runaway recursion
+        // runs off its bottom before wasmtime's own stack limit.
+        Some(Trap::MemoryOutOfBounds) => {
+            "the tool accessed memory out of bounds (a stack overflow from runaway recursion, \
+             or a memory bug in the tool)"
+                .to_string()
+        }
         Some(Trap::UnreachableCodeReached) => {
             "the tool aborted (a panic or failed allocation inside it)".to_string()
         }

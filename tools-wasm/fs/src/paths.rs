@@ -6,6 +6,23 @@ use crate::error::{ToolError, invalid};
 /// Longest path accepted, in bytes.
 pub const MAX_PATH: usize = 4096;
 
+/// Checks a path from the model and returns the form to hand to std.
+///
+/// The result is lexically normalised (`./docs/../a` → `a`), so wasi-libc
+/// picks the most specific granted directory for it (a read-only grant
+/// nested in a read-write one). A path that climbs above the workspace, or
+/// an absolute path under no absolute grant, is refused here with a clear
+/// message: wasi-libc would otherwise resolve an unmatched absolute path
+/// inside the `.` grant. Confinement itself stays with the runtime.
+pub fn resolve(field: &str, path: &str) -> Result<String, ToolError> {
+    check(field, path)?;
+    let norm = normalize(path);
+    if looks_outside(&norm) {
+        return Err(ToolError::Denied(outside_message(path)));
+    }
+    Ok(norm)
+}
+
 /// Rejects paths std cannot or should not be given: NUL bytes, huge strings.
 pub fn check(field: &str, path: &str) -> Result<(), ToolError> {
     if path.contains('\0') {

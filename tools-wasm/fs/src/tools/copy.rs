@@ -47,10 +47,20 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let (from, to) = (args.from.as_str(), args.to.as_str());
-    paths::check("from", from)?;
-    paths::check("to", to)?;
+    let from_resolved = paths::resolve("from", from)?;
+    let from = from_resolved.as_str();
+    let to_resolved = paths::resolve("to", to)?;
+    let to = to_resolved.as_str();
     check_pair(from, to, "copy")?;
     let src = read_op(from, fs::symlink_metadata(from))?;
+    if !src.is_dir() && to.ends_with('/') {
+        let name = Path::new(from).file_name().map(|n| n.to_string_lossy());
+        return Err(invalid(format!(
+            "to must be the full destination path, not a directory: for example \
+             to=\"{to}{}\"",
+            name.unwrap_or_default()
+        )));
+    }
     if src.is_dir() && is_within(&normalize(to), &normalize(from)) {
         return Err(invalid(format!(
             "cannot copy directory {from} into itself ({to})"

@@ -45,7 +45,8 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let path = args.path.as_str();
-    paths::check("path", path)?;
+    let path_resolved = paths::resolve("path", path)?;
+    let path = path_resolved.as_str();
     if args.old_text.is_empty() {
         return Err(invalid(
             "old_text is empty; give the exact text to replace (use write_file to create a file)",

@@ -52,7 +52,8 @@ fn run(args: &str) -> Result<String, ToolError> {
         .as_deref()
         .filter(|p| !p.is_empty())
         .unwrap_or(".");
-    paths::check("path", base)?;
+    let base_resolved = paths::resolve("path", base)?;
+    let base = base_resolved.as_str();
     let matcher = compile(&args.pattern)?;
     if !read_op(base, fs::metadata(base))?.is_dir() {
         return Err(invalid(format!(

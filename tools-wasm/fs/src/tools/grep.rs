@@ -1,7 +1,8 @@
 //! `grep`: search file contents with a regular expression.
 
 use std::fmt::Write as _;
-use std::fs;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use serde::Deserialize;
 
 use super::read_op;
 use crate::error::{ToolError, invalid, parse_args};
-use crate::text::{as_text, cut_line};
+use crate::text::{SNIFF_LEN, cut_line};
 use crate::{Tool, paths, walk};
 
 /// Matching lines are cut to this many characters.
@@ -24,7 +25,7 @@ pub const TOOL: Tool = Tool {
     description: "Search file contents for a regular expression (Rust regex syntax, matched \
         line by line). Returns `path:line: text` for each matching line, files in name \
         order. Searches a directory recursively (skipping `.git`, symlinks, binary files and files \
-        over 16 MiB) or a single file. Narrow it with include, a glob on file names such as \
+        over 16 MiB) or a single file of any size. Narrow it with include, a glob on file names such as \
         \"*.rs\" or \"*.{ts,tsx}\". Stops after max_matches lines. To find files by name use \
         glob.",
     schema: r#"{
@@ -72,7 +73,8 @@ struct Search {
 }
 
 impl Search {
-    /// Searches one file; `Break` once `max` matches were found.
+    /// Searches one file met in a walk; `Break` once `max` matches were found.
+    /// Files that are not regular, unreadable, too big or not text are skipped.
     fn file(&mut self, shown: &str, full: &Path) -> ControlFlow<()> {
         let Ok(meta) = fs::metadata(full) else {
             return ControlFlow::Continue(());
@@ -84,29 +86,52 @@ impl Search {
             self.too_big += 1;
             return ControlFlow::Continue(());
         }
-        let Ok(bytes) = fs::read(full) else {
-            return ControlFlow::Continue(());
-        };
-        let Some(text) = as_text(&bytes) else {
-            return ControlFlow::Continue(());
-        };
-        self.text(shown, text)
+        match File::open(full) {
+            Ok(file) => self
+                .lines(shown, BufReader::new(file))
+                .unwrap_or(ControlFlow::Continue(())),
+            Err(_) => ControlFlow::Continue(()),
+        }
     }
 
-    /// Searches the contents of one file.
-    fn text(&mut self, shown: &str, text: &str) -> ControlFlow<()> {
-        for (index, line) in text.lines().enumerate() {
+    /// Searches the lines of one file, streaming. `None` when the file turns
+    /// out not to be text (a NUL byte in the first 8 KiB, invalid UTF-8) or
+    /// cannot be read: then nothing of it is added to the output.
+    fn lines(&mut self, shown: &str, mut reader: impl BufRead) -> Option<ControlFlow<()>> {
+        // Committed only once the file proved to be text.
+        let (mut found, mut count) = (String::new(), 0);
+        let (mut buf, mut number, mut sniffed) = (Vec::new(), 0, 0);
+        let mut flow = ControlFlow::Continue(());
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            if sniffed < SNIFF_LEN && buf[..n.min(SNIFF_LEN - sniffed)].contains(&0) {
+                return None;
+            }
+            sniffed += n;
+            let line = std::str::from_utf8(&buf).ok()?;
+            let line = match line.strip_suffix('\n') {
+                Some(l) => l.strip_suffix('\r').unwrap_or(l),
+                None => line,
+            };
+            number += 1;
             if !self.regex.is_match(line) {
                 continue;
             }
-            if self.matches == self.max {
-                return ControlFlow::Break(());
+            if self.matches + count == self.max {
+                flow = ControlFlow::Break(());
+                break;
             }
-            self.matches += 1;
+            count += 1;
             let line = cut_line(line, MAX_LINE_CHARS);
-            let _ = writeln!(self.out, "{shown}:{}: {line}", index + 1);
+            let _ = writeln!(found, "{shown}:{number}: {line}");
         }
-        ControlFlow::Continue(())
+        self.matches += count;
+        self.out.push_str(&found);
+        Some(flow)
     }
 }
 
@@ -117,7 +142,8 @@ fn run(args: &str) -> Result<String, ToolError> {
         .as_deref()
         .filter(|p| !p.is_empty())
         .unwrap_or(".");
-    paths::check("path", base)?;
+    let base_resolved = paths::resolve("path", base)?;
+    let base = base_resolved.as_str();
     if args.max_matches == 0 {
         return Err(invalid("max_matches must be at least 1"));
     }
@@ -152,11 +178,11 @@ fn run(args: &str) -> Result<String, ToolError> {
         notes.extend(summary.notes());
         flow
     } else {
-        let bytes = read_op(base, fs::read(base))?;
-        let Some(text) = as_text(&bytes) else {
-            return Ok(format!("{base} is a binary file; grep only searches text"));
-        };
-        search.text(base, text)
+        let file = read_op(base, File::open(base))?;
+        match search.lines(base, BufReader::new(file)) {
+            Some(flow) => flow,
+            None => return Ok(format!("{base} is a binary file; grep only searches text")),
+        }
     };
     if flow.is_break() {
         notes.push(format!(
@@ -166,8 +192,9 @@ fn run(args: &str) -> Result<String, ToolError> {
     }
     if search.too_big > 0 {
         notes.push(format!(
-            "[skipped {} files larger than 16 MiB]",
-            search.too_big
+            "[skipped {} file{} larger than 16 MiB; grep them one at a time with path]",
+            search.too_big,
+            if search.too_big == 1 { "" } else { "s" }
         ));
     }
     let mut out = search.out;
@@ -216,11 +243,23 @@ mod tests {
     #[test]
     fn formats_and_caps_matches() {
         let mut s = search("fo+", 3);
-        assert!(s.text("a.rs", "foo\nbar\nxfo\n").is_continue());
+        assert!(
+            s.lines("a.rs", &b"foo\r\nbar\nxfo"[..])
+                .unwrap()
+                .is_continue()
+        );
         assert_eq!(s.out, "a.rs:1: foo\na.rs:3: xfo\n");
-        assert!(s.text("b.rs", "fo\nfo\n").is_break());
+        assert!(s.lines("b.rs", &b"fo\nfo\n"[..]).unwrap().is_break());
         assert_eq!(s.matches, 3);
         assert!(s.out.ends_with("b.rs:1: fo\n"));
+    }
+
+    #[test]
+    fn skips_binary_files_entirely() {
+        let mut s = search("fo", 10);
+        assert!(s.lines("bin", &b"fo\nfo\0"[..]).is_none());
+        assert!(s.lines("bad", &b"fo\n\xff\n"[..]).is_none());
+        assert_eq!((s.out.as_str(), s.matches), ("", 0));
     }
 
     #[test]

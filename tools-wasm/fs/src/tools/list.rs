@@ -62,7 +62,8 @@ fn run(args: &str) -> Result<String, ToolError> {
     } else {
         args.path.as_str()
     };
-    paths::check("path", path)?;
+    let path_resolved = paths::resolve("path", path)?;
+    let path = path_resolved.as_str();
     if !(1..=10).contains(&args.depth) {
         return Err(invalid("depth must be between 1 and 10"));
     }

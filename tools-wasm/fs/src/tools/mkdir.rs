@@ -35,7 +35,8 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let path = args.path.as_str();
-    paths::check("path", path)?;
+    let path_resolved = paths::resolve("path", path)?;
+    let path = path_resolved.as_str();
     match lstat(path)? {
         Some(meta) if meta.is_dir() => Ok(format!("directory {path} already exists")),
         Some(meta) => Err(invalid(format!(

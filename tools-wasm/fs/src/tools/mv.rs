@@ -47,11 +47,21 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let (from, to) = (args.from.as_str(), args.to.as_str());
-    paths::check("from", from)?;
-    paths::check("to", to)?;
+    let from_resolved = paths::resolve("from", from)?;
+    let from = from_resolved.as_str();
+    let to_resolved = paths::resolve("to", to)?;
+    let to = to_resolved.as_str();
     paths::refuse_grant_root("move", from)?;
     check_pair(from, to, "move")?;
     let src = read_op(from, fs::symlink_metadata(from))?;
+    if !src.is_dir() && to.ends_with('/') {
+        let name = Path::new(from).file_name().map(|n| n.to_string_lossy());
+        return Err(invalid(format!(
+            "to must be the full destination path, not a directory: for example \
+             to=\"{to}{}\"",
+            name.unwrap_or_default()
+        )));
+    }
     let kind = kind_name(&src);
     if src.is_dir() && is_within(&normalize(to), &normalize(from)) {
         return Err(invalid(format!(
@@ -92,7 +102,7 @@ fn run(args: &str) -> Result<String, ToolError> {
                      another path"
                 )));
             }
-            write_op(to, fs::remove_dir(to))?;
+            // rename replaces an empty directory by itself.
             replaced = " (replaced an empty directory)";
         }
         Some(dst) => {

@@ -52,7 +52,8 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let path = args.path.as_str();
-    paths::check("path", path)?;
+    let path_resolved = paths::resolve("path", path)?;
+    let path = path_resolved.as_str();
     let offset = args.offset.unwrap_or(1);
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     if offset == 0 || limit == 0 {

@@ -37,7 +37,8 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let path = args.path.as_str();
-    paths::check("path", path)?;
+    let path_resolved = paths::resolve("path", path)?;
+    let path = path_resolved.as_str();
     if path.ends_with('/') {
         return Err(invalid(format!(
             "{path} ends with '/', so it names a directory; give a file path"

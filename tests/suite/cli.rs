@@ -1,0 +1,278 @@
+//! The `warden` binary: output, exit codes, policy errors.
+
+use warden_tests::Sandbox;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn warden(sb: &Sandbox, args: &[&str]) -> Run {
+    let out = sb.warden().args(args).output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+const BUILTINS: [&str; 10] = [
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_files",
+    "glob",
+    "grep",
+    "copy",
+    "move",
+    "mkdir",
+    "delete",
+];
+
+#[test]
+fn tools_list_shows_every_builtin_with_source_and_access() {
+    let sb = Sandbox::new();
+    let r = warden(&sb, &["tools", "list"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut lines = r.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SOURCE", "ACCESS", "DESCRIPTION"]);
+    let rows: Vec<Vec<&str>> = lines
+        .map(|l| l.split_whitespace().take(3).collect())
+        .collect();
+    let expected: Vec<Vec<&str>> = BUILTINS
+        .iter()
+        .map(|n| vec![*n, "builtin", "rw:."])
+        .collect();
+    assert_eq!(rows, expected);
+    assert_eq!(r.stderr, "");
+
+    let r = warden(&sb, &["tools", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, BUILTINS);
+    let read = &v["tools"][0];
+    assert_eq!(read["origin"], "builtin");
+    assert_eq!(read["enabled"], true);
+    assert_eq!(read["mutates"], false);
+    assert_eq!(
+        read["grants"]["dirs"][0]["path"],
+        sb.ws.display().to_string()
+    );
+    assert_eq!(read["grants"]["dirs"][0]["write"], true);
+    assert_eq!(v["tools"][1]["mutates"], true);
+}
+
+#[test]
+fn tools_inspect_shows_the_schema_and_resolves_aliases() {
+    let sb = Sandbox::new();
+    let r = warden(&sb, &["tools", "inspect", "cat"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("read_file\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("mutates:  no"));
+    assert!(r.stdout.contains("access:   rw:."));
+    assert!(
+        r.stdout
+            .contains("limits:   memory 256MiB, timeout 30s, output 256KiB"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("\"path\""));
+    let r = warden(&sb, &["tools", "inspect", "write_file", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["spec"]["name"], "write_file");
+    assert_eq!(v["spec"]["mutates"], true);
+    assert_eq!(v["hash"].as_str().unwrap().len(), 64);
+    let r = warden(&sb, &["tools", "inspect", "nope"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("no tool named `nope`") && r.stderr.contains("warden tools list"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn tools_call_prints_the_result_and_sets_the_exit_code() {
+    let sb = Sandbox::new();
+    let r = warden(
+        &sb,
+        &["tools", "call", "read_file", r#"{"path":"hello.txt"}"#],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (0, "     1\thello\n     2\tworld\n", "")
+    );
+
+    let r = warden(
+        &sb,
+        &[
+            "tools",
+            "call",
+            "write_file",
+            r#"{"path":"a/b/c.txt","content":"made"}"#,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("a/b/c.txt")).unwrap(),
+        "made"
+    );
+
+    let r = warden(
+        &sb,
+        &[
+            "tools",
+            "call",
+            "read_file",
+            r#"{"path":"../outside/secret.txt"}"#,
+        ],
+    );
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr
+            .starts_with("error (denied): ../outside/secret.txt is outside"),
+        "{}",
+        r.stderr
+    );
+
+    let r = warden(&sb, &["tools", "call", "read_file", r#"{"path":}"#]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .starts_with("error (invalid arguments): arguments for `read_file` are not valid JSON"),
+        "{}",
+        r.stderr
+    );
+
+    let r = warden(&sb, &["tools", "call", "no_such_tool"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("there is no tool named `no_such_tool`"),
+        "{}",
+        r.stderr
+    );
+
+    let r = warden(
+        &sb,
+        &[
+            "tools",
+            "call",
+            "read_file",
+            r#"{"path":"hello.txt"}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["tool"], "read_file");
+    assert_eq!(v["result"]["Ok"], "     1\thello\n     2\tworld\n");
+}
+
+#[test]
+fn an_invalid_policy_names_the_line_column_and_expectation() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.read_file]\nread = \"docs\"\n");
+    for args in [
+        &["tools", "list"][..],
+        &["policy"],
+        &["tools", "call", "read_file", "{}"],
+    ] {
+        let r = warden(&sb, args);
+        assert_eq!(r.code, 2, "{args:?}");
+        assert!(
+            r.stderr.contains("warden.toml at line 2, column 8"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr
+                .contains("invalid type: string \"docs\", expected a sequence"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(r.stdout, "");
+    }
+    sb.policy("[tools.read_file]\nwrite = [\".\"]\ntimeout = \"forever\"\n");
+    let r = warden(&sb, &["policy"]);
+    assert!(
+        r.stderr.contains("line 3, column 11") && r.stderr.contains("not a duration"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn policy_prints_every_tools_effective_grants() {
+    let sb = Sandbox::new();
+    sb.policy(
+        "[limits]\ntimeout = \"10s\"\n[tools.read_file]\nread = [\"docs\"]\nenv = [\"LANG\"]\nmemory = \"64MiB\"\n\
+         [tools.delete]\nenabled = false\n[tools.ghost]\n[tools.grep]\nread = [\"missing\"]\n",
+    );
+    let r = warden(&sb, &["policy"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ws = sb.ws.display();
+    assert!(r.stdout.contains(&format!(
+        "read_file (builtin):\n  files:    read-only  {ws}/docs\n  env:      LANG\n  network:  none\n  limits:   memory 64MiB, timeout 10s, output 256KiB\n"
+    )), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!(
+            "write_file (builtin):\n  files:    read-write {ws}\n"
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("delete (builtin): disabled\n"));
+    assert!(
+        r.stdout.contains("grep (builtin):\n  files:    none\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("`[tools.ghost]` names no loaded tool"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("directory `missing` granted to `grep` does not exist"),
+        "{}",
+        r.stderr
+    );
+
+    let r = warden(&sb, &["policy", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["policy_present"], true);
+    let read = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .unwrap();
+    assert_eq!(read["grants"]["limits"]["memory"], 64 << 20);
+    assert_eq!(read["grants"]["limits"]["timeout"], 10_000);
+    assert_eq!(read["grants"]["env"][0], "LANG");
+}
+
+#[test]
+fn a_missing_workspace_is_a_clear_error() {
+    let sb = Sandbox::new();
+    let r = warden(
+        &sb,
+        &["--workspace", "/nonexistent/warden", "tools", "list"],
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("workspace /nonexistent/warden does not exist"),
+        "{}",
+        r.stderr
+    );
+}
