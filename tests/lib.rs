@@ -146,14 +146,19 @@ pub fn workspace_source(path: &str) -> ComponentSource {
 /// Path of the `warden` binary built by `make test`.
 pub fn warden_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    // target/release/deps/all-HASH → target/release/warden
-    let bin = exe.parent().unwrap().parent().unwrap().join("warden");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run `make test`",
-        bin.display()
-    );
-    bin
+    // Tests run from target/release/deps/, the benchmark from target/release/.
+    let bin = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join("warden"))
+        .find(|b| b.is_file());
+    bin.unwrap_or_else(|| {
+        panic!(
+            "no warden binary next to {}: run `make build`",
+            exe.display()
+        )
+    })
 }
 
 /// The output of a call that must have succeeded.

@@ -49,7 +49,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Formats a byte count the way the policy file writes it.
 pub(crate) fn format_size(n: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{}{unit}", n >> shift);
         }
     }

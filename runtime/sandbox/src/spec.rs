@@ -71,13 +71,11 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
                 s.name
             ));
         }
-        if let Some(t) = parameters.get("type") {
-            if t != "object" {
-                return Err(format!(
-                    "tool `{}`: parameters must describe an object (\"type\": \"object\"), not {t}",
-                    s.name
-                ));
-            }
+        if let Some(t) = parameters.get("type").filter(|t| *t != "object") {
+            return Err(format!(
+                "tool `{}`: parameters must describe an object (\"type\": \"object\"), not {t}",
+                s.name
+            ));
         }
         let validator = jsonschema::validator_for(&parameters).map_err(|e| {
             format!(

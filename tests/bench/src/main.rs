@@ -55,15 +55,35 @@ fn main() {
     let args = r#"{"path":"4k.txt"}"#;
     assert!(tools.call("read_file", args).result.is_ok());
 
+    if std::env::args().any(|a| a == "--profile-read") {
+        // A long loop of one call, for `perf record`.
+        for _ in 0..20_000 {
+            tools.call("read_file", args);
+        }
+        return;
+    }
     // Warm up, then measure.
     for _ in 0..200 {
         tools.call("read_file", args);
     }
     let sandboxed = time(3000, || tools.call("read_file", args));
     let native = time(3000, || std::fs::read_to_string(&file).unwrap());
+    let tiny = {
+        let sb2 = Sandbox::new();
+        sb2.policy("[tools.uppercase]\n");
+        let t = sb2.toolset(&[warden_tests::guests::UPPERCASE]);
+        for _ in 0..200 {
+            t.call("uppercase", r#"{"text":"a"}"#);
+        }
+        time(3000, || t.call("uppercase", r#"{"text":"a"}"#))
+    };
     let cat = time(300, || spawn(Command::new("/bin/cat").arg(&file)));
 
     println!("read_file on a 4 KiB file (median)");
+    println!(
+        "  uppercase, smallest tool   {:>12}   (sandbox floor: fresh instance + call)",
+        us(tiny)
+    );
     println!("  native std::fs read        {:>12}", us(native));
     println!(
         "  warden read_file (sandbox) {:>12}   ({:.0}x native)",

@@ -69,7 +69,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         return Ok(format!("{path} is empty (0 bytes)"));
     }
     let file = read_op(path, File::open(path))?;
-    render(BufReader::with_capacity(64 * 1024, file), offset, limit).map_err(|e| match e {
+    render(BufReader::with_capacity(16 * 1024, file), offset, limit).map_err(|e| match e {
         RenderError::Binary => invalid(format!(
             "{path} is a binary file ({}); read_file only shows text files",
             human_size(meta.len())
