@@ -19,6 +19,7 @@ build: tools
 test: tools test-guests
 	cargo build --release --workspace --bins
 	cargo test --release --workspace
+	cargo test --manifest-path tools-wasm/Cargo.toml
 
 lint:
 	cargo fmt --all --check

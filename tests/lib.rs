@@ -161,6 +161,33 @@ pub fn warden_bin() -> PathBuf {
     })
 }
 
+/// What a `warden` run printed.
+pub struct Run {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs a command to completion and captures its output.
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("run warden");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// Runs a command that must succeed; returns its stdout.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let r = run(cmd);
+    assert_eq!(r.code, 0, "{cmd:?} failed: {}", r.stderr);
+    r.stdout
+}
+
 /// The output of a call that must have succeeded.
 pub fn ok(outcome: CallOutcome) -> String {
     match outcome.result {

@@ -1,7 +1,7 @@
 //! The compile cache: a second start compiles nothing.
 
 use warden_sandbox::{HostConfig, ToolHost};
-use warden_tests::{Sandbox, builtin_fs, guests, workspace_source};
+use warden_tests::{Sandbox, builtin_fs, guests, run_ok, workspace_source};
 
 fn host(sb: &Sandbox, cache: &std::path::Path) -> ToolHost {
     let mut host = ToolHost::new(HostConfig {
@@ -54,17 +54,8 @@ fn a_corrupt_artifact_is_recompiled() {
 fn the_cli_reuses_the_cache_across_starts() {
     let sb = Sandbox::new();
     let stats = |sb: &Sandbox| -> (u64, u64) {
-        let out = sb
-            .warden()
-            .args(["tools", "list", "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let stdout = run_ok(sb.warden().args(["tools", "list", "--json"]));
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         (
             v["cache"]["compiled"].as_u64().unwrap(),
             v["cache"]["reused"].as_u64().unwrap(),

@@ -1,20 +1,9 @@
 //! The `warden` binary: output, exit codes, policy errors.
 
-use warden_tests::Sandbox;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+use warden_tests::{Run, Sandbox, run};
 
 fn warden(sb: &Sandbox, args: &[&str]) -> Run {
-    let out = sb.warden().args(args).output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    run(sb.warden().args(args))
 }
 
 const BUILTINS: [&str; 10] = [

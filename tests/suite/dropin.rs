@@ -3,19 +3,12 @@
 
 use serde_json::json;
 use warden_sandbox::ErrorKind;
-use warden_tests::{Sandbox, err, guests, ok, test_host, workspace_source};
+use warden_tests::{Sandbox, err, guests, ok, run, run_ok, test_host, workspace_source};
 
 fn list(sb: &Sandbox) -> (String, String) {
-    let out = sb.warden().args(["tools", "list"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let r = run(sb.warden().args(["tools", "list"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    (r.stdout, r.stderr)
 }
 
 fn row<'a>(table: &'a str, name: &str) -> &'a str {
@@ -40,33 +33,29 @@ fn a_dropped_in_tool_is_listed_and_callable_once_enabled() {
     );
     assert!(row(&stdout, "read_file").contains("rw:."));
 
-    let out = sb
+    let r = run(sb
         .warden()
-        .args(["tools", "call", "uppercase", r#"{"text":"hi"}"#])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("not enabled") && stderr.contains("[tools.uppercase]"),
-        "{stderr}"
+        .args(["tools", "call", "uppercase", r#"{"text":"hi"}"#]));
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        "error (unknown tool): tool `uppercase` is installed but not enabled in this workspace \
+         (the user can enable it with a `[tools.uppercase]` section in warden.toml)\n"
     );
 
     sb.policy("[tools.uppercase]\n");
     let (stdout, _) = list(&sb);
     assert!(row(&stdout, "uppercase").contains("no access"), "{stdout}");
     for name in ["uppercase", "upper"] {
-        let out = sb
-            .warden()
-            .args(["tools", "call", name, r#"{"text":"hi"}"#])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let stdout = run_ok(
+            sb.warden()
+                .args(["tools", "call", name, r#"{"text":"hi"}"#]),
         );
-        assert_eq!(String::from_utf8(out.stdout).unwrap(), "HI\n");
+        assert_eq!(
+            stdout,
+            "HI
+"
+        );
     }
 }
 

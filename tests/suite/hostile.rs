@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use warden_sandbox::{ErrorKind, Toolset};
-use warden_tests::{Sandbox, err, guests, ok};
+use warden_tests::{Sandbox, err, guests, ok, run_ok};
 
 const POLICY: &str = r#"
 [limits]
@@ -96,19 +96,12 @@ fn the_guest_sees_none_of_the_host_environment() {
     sb.drop_in(guests::HOSTILE, "hostile.wasm");
     sb.policy("[tools.env_dump]\n");
     let run = |sb: &Sandbox| {
-        let out = sb
-            .warden()
-            .args(["tools", "call", "env_dump"])
-            .env("OPENAI_API_KEY", "sk-test-host-secret")
-            .env("WARDEN_TEST_VISIBLE", "granted-value")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        run_ok(
+            sb.warden()
+                .args(["tools", "call", "env_dump"])
+                .env("OPENAI_API_KEY", "sk-test-host-secret")
+                .env("WARDEN_TEST_VISIBLE", "granted-value"),
+        )
     };
     let out = run(&sb);
     assert_eq!(out.lines().next(), Some("count=0"), "{out}");

@@ -11,18 +11,7 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     let tools = ws.toolset()?;
     let mut out = std::io::stdout().lock();
     if json {
-        let list: Vec<_> = tools
-            .entries()
-            .iter()
-            .map(|e| {
-                json!({
-                    "name": e.info.spec.name,
-                    "origin": e.info.origin,
-                    "enabled": e.grants.is_some(),
-                    "grants": e.grants,
-                })
-            })
-            .collect();
+        let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
         let doc = json!({
             "workspace": ws.root,
             "policy_file": ws.policy.path(),

@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
+use serde_json::{Value, json};
 use warden_policy::Grants;
-use warden_sandbox::Toolset;
+use warden_sandbox::{Entry, Toolset};
 
 /// First sentence of a description, cut to `max` characters.
 pub fn short(description: &str, max: usize) -> String {
@@ -64,4 +65,18 @@ pub fn table(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// One tool as JSON, for `tools list --json` and `policy --json`.
+pub fn entry_json(e: &Entry) -> Value {
+    json!({
+        "name": e.info.spec.name,
+        "origin": e.info.origin,
+        "location": e.info.location,
+        "description": e.info.spec.description,
+        "aliases": e.info.spec.aliases,
+        "mutates": e.info.spec.mutates,
+        "enabled": e.grants.is_some(),
+        "grants": e.grants,
+    })
 }

@@ -23,22 +23,7 @@ pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
 fn list(ws: &Workspace, tools: &Toolset, json: bool) -> anyhow::Result<u8> {
     let mut out = std::io::stdout().lock();
     if json {
-        let list: Vec<_> = tools
-            .entries()
-            .iter()
-            .map(|e| {
-                json!({
-                    "name": e.info.spec.name,
-                    "origin": e.info.origin,
-                    "location": e.info.location,
-                    "description": e.info.spec.description,
-                    "aliases": e.info.spec.aliases,
-                    "mutates": e.info.spec.mutates,
-                    "enabled": e.grants.is_some(),
-                    "grants": e.grants,
-                })
-            })
-            .collect();
+        let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
         let doc = json!({
             "tools": list,
             "problems": tools.host().problems(),

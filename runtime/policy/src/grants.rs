@@ -256,6 +256,22 @@ impl Policy {
                 }
             }
             dirs.sort_by_key(|d| d.path.components().count());
+            for ro in dirs.iter().filter(|d| !d.write) {
+                if let Some(rw) = dirs
+                    .iter()
+                    .find(|d| d.write && ro.path.starts_with(&d.path))
+                {
+                    warnings.push(format!(
+                        "{}: `{tool}` reads {} inside its read-write {}: paths named under it are \
+                         read-only, but a symlink in the read-write part, or a component using the \
+                         outer directory directly, can still write it; grant separate directories \
+                         for a hard boundary",
+                        self.path.display(),
+                        ro.path.display(),
+                        rw.path.display()
+                    ));
+                }
+            }
             dirs
         } else if origin == Origin::Builtin {
             vec![DirGrant {

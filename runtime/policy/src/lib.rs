@@ -14,7 +14,7 @@
 //!     &ws,
 //! )
 //! .unwrap();
-//! let grants = policy.grants_for("uppercase", Origin::Workspace).unwrap();
+//! let (grants, _warnings) = policy.grants_for("uppercase", Origin::Workspace).unwrap();
 //! assert!(!grants.dirs[0].write);
 //! ```
 

@@ -23,6 +23,11 @@ pub fn resolve(field: &str, path: &str) -> Result<String, ToolError> {
     Ok(norm)
 }
 
+/// [`resolve`] for the `from` and `to` of a copy or move.
+pub fn resolve_pair(from: &str, to: &str) -> Result<(String, String), ToolError> {
+    Ok((resolve("from", from)?, resolve("to", to)?))
+}
+
 /// Rejects paths std cannot or should not be given: NUL bytes, huge strings.
 pub fn check(field: &str, path: &str) -> Result<(), ToolError> {
     if path.contains('\0') {

@@ -64,8 +64,13 @@ fn nested_read_only_grant_sorts_after_the_read_write_one() {
         d.path(),
     )
     .unwrap();
-    let (g, _) = p.grants_for("write_file", Origin::Builtin).unwrap();
+    let (g, w) = p.grants_for("write_file", Origin::Builtin).unwrap();
     assert_eq!(g.summary(&d.path().canonicalize().unwrap()), "rw:. ro:docs");
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].contains("grant separate directories for a hard boundary"),
+        "{w:?}"
+    );
 }
 
 #[test]

@@ -41,9 +41,11 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let path = args.path.as_str();
+    paths::check("path", path)?;
+    // Before `resolve`, so that `/` and `..` get the root message, not "outside".
+    paths::refuse_grant_root("delete", path)?;
     let path_resolved = paths::resolve("path", path)?;
     let path = path_resolved.as_str();
-    paths::refuse_grant_root("delete", path)?;
     // `link/` would name the link's target: delete the link itself.
     let path = match path.trim_end_matches('/') {
         "" => path,

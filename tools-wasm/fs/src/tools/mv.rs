@@ -47,10 +47,8 @@ struct Args {
 fn run(args: &str) -> Result<String, ToolError> {
     let args: Args = parse_args(TOOL.name, args)?;
     let (from, to) = (args.from.as_str(), args.to.as_str());
-    let from_resolved = paths::resolve("from", from)?;
-    let from = from_resolved.as_str();
-    let to_resolved = paths::resolve("to", to)?;
-    let to = to_resolved.as_str();
+    let (from_resolved, to_resolved) = paths::resolve_pair(from, to)?;
+    let (from, to) = (from_resolved.as_str(), to_resolved.as_str());
     paths::refuse_grant_root("move", from)?;
     check_pair(from, to, "move")?;
     let src = read_op(from, fs::symlink_metadata(from))?;
