@@ -3,14 +3,18 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
 ARGS ?= tools list
 
-.PHONY: tools test-guests build test lint fmt bench run
+.PHONY: wasm-target tools test-guests build test lint fmt bench run
+
+## The guest target, installed once (what a fresh machine lacks).
+wasm-target:
+	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
 ## Built-in tool components (embedded into the warden binary).
-tools:
+tools: wasm-target
 	cargo build $(WASM) --manifest-path tools-wasm/Cargo.toml
 
 ## Hostile and broken components used only by the tests.
-test-guests:
+test-guests: wasm-target
 	cargo build $(WASM) --manifest-path tests/guests/Cargo.toml
 
 build: tools

@@ -152,3 +152,25 @@ fn broken_components_are_reported_and_the_rest_still_load() {
     assert!(host.resolve("uppercase").is_some());
     assert_eq!(host.resolve("read_file").unwrap().location, "builtin:fs");
 }
+
+#[test]
+fn user_tools_load_from_the_xdg_data_folder_and_cannot_be_shadowed() {
+    let sb = Sandbox::new();
+    let user_dir = sb.home.join("data/warden/tools");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    std::fs::copy(guests::UPPERCASE, user_dir.join("uppercase.wasm")).unwrap();
+    // A workspace component offering the same name is reported, not loaded.
+    sb.drop_in(guests::UPPERCASE, "uppercase-again.wasm");
+    sb.policy("[tools.uppercase]\n");
+    let (stdout, stderr) = list(&sb);
+    assert!(row(&stdout, "uppercase").contains("user"), "{stdout}");
+    assert!(
+        stderr.contains("uppercase-again.wasm") && stderr.contains("already taken"),
+        "{stderr}"
+    );
+    let out = run_ok(
+        sb.warden()
+            .args(["tools", "call", "uppercase", r#"{"text":"ok"}"#]),
+    );
+    assert_eq!(out, "OK\n");
+}
