@@ -1,3 +1,5 @@
+mod agent;
+mod agent_loop;
 mod cache;
 mod cli;
 mod dropin;
@@ -5,3 +7,4 @@ mod escapes;
 mod fs_tools;
 mod fs_tools_tree;
 mod hostile;
+mod llm_client;

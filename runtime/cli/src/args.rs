@@ -22,6 +22,33 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// Run one task with the model, then exit.
+    Run {
+        /// The task (`-` or nothing: read it from stdin).
+        task: Option<String>,
+        /// Print one JSON event per line instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Continue a session (see `warden sessions`).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        #[command(flatten)]
+        model: ModelFlags,
+    },
+    /// Talk with the model interactively.
+    Chat {
+        /// Continue a session (see `warden sessions`).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        #[command(flatten)]
+        model: ModelFlags,
+    },
+    /// List recorded sessions, newest first.
+    Sessions {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show every tool's effective grants in this workspace.
     Policy {
         /// Print JSON instead of a table.
@@ -57,4 +84,24 @@ pub enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Model settings that override the configuration files and environment.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ModelFlags {
+    /// Chat-completions endpoint, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Ask for whole answers instead of a stream.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Tool calling: auto, native or text.
+    #[arg(long, value_name = "PROTOCOL")]
+    pub protocol: Option<String>,
+    /// Model round trips per task.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
 }

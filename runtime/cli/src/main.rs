@@ -1,8 +1,11 @@
 //! `warden`: run sandboxed tools for LLM agents.
 
+mod agent_cmd;
 mod args;
 mod policy_cmd;
 mod render;
+mod runner;
+mod style;
 mod tools_cmd;
 mod workspace;
 
@@ -25,6 +28,8 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            // Errors that reach here stop before any work: setup, usage,
+            // configuration. Failed runs return their own code (3, 130).
             ExitCode::from(EXIT_CONFIG)
         }
     }
@@ -35,6 +40,14 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     match cli.command {
         args::Command::Tools { command } => tools_cmd::run(&ws, command),
         args::Command::Policy { json } => policy_cmd::run(&ws, json),
+        args::Command::Run {
+            task,
+            json,
+            resume,
+            model,
+        } => agent_cmd::run(&ws, task, json, &model, resume.as_deref()),
+        args::Command::Chat { resume, model } => agent_cmd::chat(&ws, &model, resume.as_deref()),
+        args::Command::Sessions { json } => agent_cmd::sessions(&ws, json),
     }
 }
 

@@ -17,6 +17,98 @@ pub struct PolicyFile {
     /// Per-tool sections, keyed by tool name.
     #[serde(default)]
     pub tools: BTreeMap<ToolName, ToolSection>,
+    /// Which model to talk to, and how.
+    #[serde(default)]
+    pub model: ModelSection,
+}
+
+/// `[model]`: the chat-completions endpoint and how to use it. Every field is
+/// optional; unset ones fall back to the next layer (user config, defaults),
+/// and the environment and flags override them.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8080/v1".
+    pub base_url: Option<String>,
+    /// Model name sent in each request.
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key.
+    #[serde(default, deserialize_with = "env_name")]
+    pub api_key_env: Option<String>,
+    /// Stream answers (SSE); `false` for servers that stream badly.
+    pub stream: Option<bool>,
+    /// "auto", "native" or "text" tool calling.
+    #[serde(default, deserialize_with = "protocol")]
+    pub protocol: Option<String>,
+    /// Model round trips per task before giving up.
+    pub max_turns: Option<u32>,
+    /// Time to connect to the endpoint.
+    #[serde(default, deserialize_with = "timeout")]
+    pub connect_timeout: Option<Duration>,
+    /// Longest silence while waiting for an answer or between stream chunks.
+    #[serde(default, deserialize_with = "timeout")]
+    pub idle_timeout: Option<Duration>,
+    /// Attempts per request, retries included.
+    pub max_attempts: Option<u32>,
+}
+
+impl ModelSection {
+    /// Fields set in `over` replace those of `self`.
+    pub fn overlay(&self, over: &ModelSection) -> ModelSection {
+        ModelSection {
+            base_url: over.base_url.clone().or_else(|| self.base_url.clone()),
+            model: over.model.clone().or_else(|| self.model.clone()),
+            api_key_env: over
+                .api_key_env
+                .clone()
+                .or_else(|| self.api_key_env.clone()),
+            stream: over.stream.or(self.stream),
+            protocol: over.protocol.clone().or_else(|| self.protocol.clone()),
+            max_turns: over.max_turns.or(self.max_turns),
+            connect_timeout: over.connect_timeout.or(self.connect_timeout),
+            idle_timeout: over.idle_timeout.or(self.idle_timeout),
+            max_attempts: over.max_attempts.or(self.max_attempts),
+        }
+    }
+}
+
+fn protocol<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "auto" | "native" | "text" => Ok(Some(s)),
+        _ => Err(D::Error::custom(format!(
+            "unknown protocol `{s}`: use \"auto\", \"native\" or \"text\""
+        ))),
+    }
+}
+
+fn env_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(d)?;
+    check_env_name(&name).map_err(D::Error::custom)?;
+    Ok(Some(name))
+}
+
+fn check_env_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not an environment variable name (letters, digits, `_`)"
+        ))
+    }
+}
+
+/// The per-user configuration file (`$XDG_CONFIG_HOME/warden/config.toml`):
+/// only a `[model]` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    /// Model defaults for every workspace.
+    #[serde(default)]
+    pub model: ModelSection,
 }
 
 /// Limits, each optional; unset ones fall back to the next layer.
@@ -149,14 +241,7 @@ fn dirs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error
 fn env_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
     for name in &v {
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(D::Error::custom(format!(
-                "`{name}` is not an environment variable name (letters, digits, `_`)"
-            )));
-        }
+        check_env_name(name).map_err(D::Error::custom)?;
     }
     Ok(v)
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::file::{PolicyFile, ToolName, ToolSection};
+use crate::file::{ModelSection, PolicyFile, ToolName, ToolSection, UserConfig};
 use crate::units::format_size;
 use crate::{Error, POLICY_FILE, Result};
 
@@ -158,18 +158,7 @@ impl Policy {
 
     /// Parses policy text; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path, workspace: &Path) -> Result<Policy> {
-        let file: PolicyFile = toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|s| line_column(text, s.start))
-                .unwrap_or((1, 1));
-            Error::Syntax {
-                path: path.to_path_buf(),
-                line,
-                column,
-                message: e.message().trim().to_string(),
-            }
-        })?;
+        let file: PolicyFile = parse_toml(text, path)?;
         for (name, section) in &file.tools {
             check_overlap(path, &name.0, section)?;
         }
@@ -179,6 +168,11 @@ impl Policy {
             file,
             present: true,
         })
+    }
+
+    /// The `[model]` section (all fields unset when absent).
+    pub fn model(&self) -> &ModelSection {
+        &self.file.model
     }
 
     /// The canonical workspace root.
@@ -298,6 +292,34 @@ impl Policy {
             return Err("is not a directory");
         }
         Ok(canon)
+    }
+}
+
+/// Parses TOML into `T`; errors carry the line and column.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|s| line_column(text, s.start))
+            .unwrap_or((1, 1));
+        Error::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })
+}
+
+/// Loads the per-user config file; a missing file is the empty config.
+pub fn load_user_config(path: &Path) -> Result<UserConfig> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_toml(&text, path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(UserConfig::default()),
+        Err(source) => Err(Error::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 

@@ -24,8 +24,8 @@ mod grants;
 mod units;
 
 pub use error::{Error, Result};
-pub use file::{PolicyFile, ToolSection, is_tool_name};
-pub use grants::{DirGrant, Grants, Limits, Origin, Policy};
+pub use file::{ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
+pub use grants::{DirGrant, Grants, Limits, Origin, Policy, load_user_config};
 pub use units::{parse_duration, parse_size};
 
 /// File name of the workspace policy.

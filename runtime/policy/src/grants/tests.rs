@@ -1,4 +1,5 @@
 use super::*;
+use crate::ModelSection;
 
 fn ws() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -165,4 +166,52 @@ fn load_reads_the_file_or_falls_back_to_defaults() {
     let p = Policy::load(d.path()).unwrap();
     assert!(p.is_present());
     assert_eq!(p.named_tools().collect::<Vec<_>>(), vec!["x"]);
+}
+
+#[test]
+fn model_section_parses_and_layers() {
+    let d = ws();
+    let p = parse(
+        "[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nprotocol = \"text\"\nidle_timeout = \"5s\"\n",
+        d.path(),
+    )
+    .unwrap();
+    let m = p.model();
+    assert_eq!(m.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+    assert_eq!(m.idle_timeout, Some(Duration::from_secs(5)));
+    let user = ModelSection {
+        model: Some("gpt-x".into()),
+        protocol: Some("native".into()),
+        ..Default::default()
+    };
+    let merged = user.overlay(m);
+    assert_eq!(merged.model.as_deref(), Some("gpt-x"));
+    assert_eq!(merged.protocol.as_deref(), Some("text"));
+    let (l, _, msg) = syntax_error("[model]\nprotocol = \"smoke\"\n");
+    assert_eq!(l, 2);
+    assert!(msg.contains("unknown protocol `smoke`"), "{msg}");
+    let (_, _, msg) = syntax_error("[model]\napi_key = \"sk-nope\"\n");
+    assert!(msg.contains("unknown field `api_key`"), "{msg}");
+}
+
+#[test]
+fn user_config_file_is_optional_and_checked() {
+    let d = ws();
+    let path = d.path().join("config.toml");
+    assert_eq!(
+        load_user_config(&path).unwrap().model,
+        ModelSection::default()
+    );
+    std::fs::write(&path, "[model]\nmodel = \"llama\"\n").unwrap();
+    assert_eq!(
+        load_user_config(&path).unwrap().model.model.as_deref(),
+        Some("llama")
+    );
+    std::fs::write(&path, "[tools.x]\n").unwrap();
+    assert!(
+        load_user_config(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `tools`")
+    );
 }

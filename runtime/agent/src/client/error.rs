@@ -1,0 +1,180 @@
+//! What can go wrong talking to the server, worded for a human.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Longest body excerpt kept in an error, in characters.
+const EXCERPT_CHARS: usize = 400;
+
+/// A failed completion. Every message names the endpoint; none contains the
+/// API key.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with an error status (after retries for 408, 409,
+    /// 429 and 5xx). `body` is the server's `error.message` when it sent
+    /// JSON, else an excerpt of the body.
+    #[error("{endpoint} answered http {status}{}: {body}", Attempts(*.attempts))]
+    Status {
+        endpoint: String,
+        status: u16,
+        body: String,
+        attempts: u32,
+    },
+    /// No connection (`"connect"`), no response head (`"response"`) or no
+    /// stream chunk (`"stream"`) within `after`.
+    #[error("{endpoint}: {what} timed out after {}{}", Secs(*.after), Attempts(*.attempts))]
+    Timeout {
+        endpoint: String,
+        what: &'static str,
+        after: Duration,
+        attempts: u32,
+    },
+    /// The server could not be reached.
+    #[error("cannot connect to {endpoint}{}: {reason}", Attempts(*.attempts))]
+    Connect {
+        endpoint: String,
+        reason: String,
+        attempts: u32,
+    },
+    /// The stream was cut (after all retries), malformed, or carried an
+    /// `error` object.
+    #[error("stream from {endpoint} failed{}: {reason}", Attempts(*.attempts))]
+    Stream {
+        endpoint: String,
+        reason: String,
+        attempts: u32,
+    },
+    /// The server refused the `tools` field (400/404/422 mentioning tools
+    /// or functions): the model or server has no native tool calling, so the
+    /// caller should switch to the text tool protocol. Never retried.
+    #[error("{endpoint} rejected native tool calling (http {status}): {body}")]
+    ToolsRejected {
+        endpoint: String,
+        status: u16,
+        body: String,
+    },
+    /// The configuration or a response could not be understood.
+    #[error("{endpoint}: {reason}")]
+    Malformed { endpoint: String, reason: String },
+}
+
+impl ClientError {
+    /// The server refused the credentials (401 or 403): retrying cannot help,
+    /// the API key has to change.
+    pub fn is_auth(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Status {
+                status: 401 | 403,
+                ..
+            }
+        )
+    }
+
+    /// Records how many attempts were made before giving up.
+    pub(crate) fn with_attempts(mut self, n: u32) -> ClientError {
+        match &mut self {
+            ClientError::Status { attempts, .. }
+            | ClientError::Timeout { attempts, .. }
+            | ClientError::Connect { attempts, .. }
+            | ClientError::Stream { attempts, .. } => *attempts = n,
+            ClientError::ToolsRejected { .. } | ClientError::Malformed { .. } => {}
+        }
+        self
+    }
+
+    /// The error without the endpoint, for [`ClientEvent::Retry`](super::ClientEvent)
+    /// reasons: the caller knows where it is talking to.
+    pub(crate) fn brief(&self) -> String {
+        match self {
+            ClientError::Status { status, body, .. } => format!("http {status}: {body}"),
+            ClientError::Timeout { what, after, .. } => {
+                format!("{what} timed out after {}", Secs(*after))
+            }
+            ClientError::Connect { reason, .. } => format!("cannot connect: {reason}"),
+            ClientError::Stream { reason, .. } => reason.clone(),
+            ClientError::ToolsRejected { status, body, .. } => format!("http {status}: {body}"),
+            ClientError::Malformed { reason, .. } => reason.clone(),
+        }
+    }
+}
+
+/// ` after N attempts` when more than one attempt was made.
+struct Attempts(u32);
+
+impl fmt::Display for Attempts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 > 1 {
+            write!(f, " after {} attempts", self.0)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A duration as a person would say it: `300ms`, `10s`, `1.5s`.
+struct Secs(Duration);
+
+impl fmt::Display for Secs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        if ms < 1000 {
+            write!(f, "{ms}ms")
+        } else if ms % 1000 == 0 {
+            write!(f, "{}s", ms / 1000)
+        } else {
+            write!(f, "{:.1}s", self.0.as_secs_f64())
+        }
+    }
+}
+
+/// What to show of an error body: the server's own message when the body is
+/// JSON (`error.message`, `error` as a string, `message`, `detail`), else the
+/// body itself; whitespace-collapsed, at most 400 characters, with the API
+/// key (should a server echo it) blanked out.
+pub(crate) fn excerpt(body: &str, api_key: Option<&str>) -> String {
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| server_message(&v))
+        .unwrap_or_else(|| body.to_string());
+    let mut text = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some(key) = api_key.filter(|k| !k.is_empty()) {
+        text = text.replace(key, "[redacted]");
+    }
+    if text.is_empty() {
+        return "(empty body)".into();
+    }
+    truncate(&text, EXCERPT_CHARS)
+}
+
+/// The human-readable message of a JSON error body, in the shapes used by
+/// OpenAI, llama.cpp, vLLM (`{"object":"error","message":…}`), Ollama
+/// (`{"error":"…"}`) and FastAPI (`{"detail":…}`).
+pub(crate) fn server_message(v: &Value) -> Option<String> {
+    let as_text = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    };
+    if let Some(err) = v.get("error") {
+        if let Some(m) = err.get("message").and_then(as_text) {
+            return Some(m);
+        }
+        return as_text(err);
+    }
+    v.get("message")
+        .and_then(as_text)
+        .or_else(|| v.get("detail").and_then(as_text))
+}
+
+/// At most `max` characters of `s`, ending in `…` when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

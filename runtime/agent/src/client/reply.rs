@@ -1,0 +1,93 @@
+//! Reading a whole (non-streamed) answer, and the JSON helpers shared with
+//! the stream assembly. Parsing goes through `serde_json::Value` rather than
+//! typed structs because servers differ in small ways (nulls, missing
+//! fields, arguments sent as objects) that should not fail a completion.
+
+use serde_json::Value;
+
+use super::Completion;
+use crate::{ToolCall, Usage};
+
+/// Parses a `chat.completion` object: `choices[0].message.{content,
+/// tool_calls}`, `choices[0].finish_reason` and `usage`.
+pub(crate) fn parse_completion(v: &Value) -> Result<Completion, String> {
+    let Some(choice) = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+    else {
+        return Err(format!(
+            "response has no choices: {}",
+            super::error::truncate(&v.to_string(), 200)
+        ));
+    };
+    let message = choice.get("message").unwrap_or(&Value::Null);
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let f = c.get("function").unwrap_or(&Value::Null);
+                    let id = string(c.get("id"));
+                    ToolCall::new(
+                        if id.is_empty() {
+                            format!("call_{i}")
+                        } else {
+                            id
+                        },
+                        string(f.get("name")),
+                        arguments(f.get("arguments")),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Completion {
+        content,
+        tool_calls,
+        usage: usage(v),
+        finish_reason: finish_reason(choice),
+    })
+}
+
+/// The `usage` object of a response or chunk, if any; `total_tokens` is
+/// filled in when a server leaves it out.
+pub(crate) fn usage(v: &Value) -> Option<Usage> {
+    let u = v.get("usage").filter(|u| u.is_object())?;
+    let mut usage: Usage = serde_json::from_value(u.clone()).ok()?;
+    if usage.total_tokens == 0 {
+        usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    }
+    Some(usage)
+}
+
+/// `finish_reason` of a choice, when set.
+pub(crate) fn finish_reason(choice: &Value) -> Option<String> {
+    choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// A string field, empty when absent or null.
+pub(crate) fn string(v: Option<&Value>) -> String {
+    v.and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// Tool-call arguments: normally a JSON string, but some servers send the
+/// object itself, which is turned back into its JSON text.
+pub(crate) fn arguments(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}

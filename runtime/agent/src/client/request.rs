@@ -1,0 +1,152 @@
+//! The client: building the request and retrying failed attempts.
+
+use std::fmt;
+
+use reqwest::Url;
+use serde_json::{Value, json};
+
+use super::retry::{self, Failure};
+use super::{ClientConfig, ClientError, ClientEvent, Completion, Request};
+use crate::ToolDef;
+
+/// A chat-completions client for one server and model.
+pub struct Client {
+    pub(crate) http: reqwest::Client,
+    pub(crate) cfg: ClientConfig,
+    /// Where requests go.
+    pub(crate) url: Url,
+    /// The same URL as shown in errors: without user info or query, which
+    /// may hold credentials.
+    pub(crate) endpoint: String,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("endpoint", &self.endpoint)
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for `cfg`. Fails only on an unusable base URL.
+    pub fn new(cfg: ClientConfig) -> Result<Client, ClientError> {
+        let invalid = |reason: String| ClientError::Malformed {
+            endpoint: cfg.base_url.clone(),
+            reason,
+        };
+        let mut url = Url::parse(cfg.base_url.trim())
+            .map_err(|e| invalid(format!("invalid base url: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(invalid(
+                "invalid base url: expected http:// or https://".into(),
+            ));
+        }
+        let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+        url.set_path(&path);
+        let mut shown = url.clone();
+        // Both setters only fail on URLs that cannot have credentials, which
+        // http(s) URLs can.
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        shown.set_query(None);
+        shown.set_fragment(None);
+        // A global timeout would cut long streamed answers: the idle timeout
+        // is enforced per read instead.
+        let http = reqwest::Client::builder()
+            .connect_timeout(cfg.connect_timeout)
+            .build()
+            .map_err(|e| invalid(format!("cannot build the http client: {e}")))?;
+        Ok(Client {
+            http,
+            cfg,
+            url,
+            endpoint: shown.to_string(),
+        })
+    }
+
+    /// Asks for the next assistant message, reporting text as it streams in
+    /// and each retry before its pause.
+    ///
+    /// Connection errors, timeouts, 408/409/429/5xx and cut streams are
+    /// retried up to `max_attempts` in total; other errors return at once.
+    pub async fn complete(
+        &self,
+        req: Request<'_>,
+        on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
+    ) -> Result<Completion, ClientError> {
+        let body = serde_json::to_vec(&request_body(&self.cfg, &req)).map_err(|e| {
+            ClientError::Malformed {
+                endpoint: self.endpoint.clone(),
+                reason: format!("cannot encode the request: {e}"),
+            }
+        })?;
+        let tools_sent = !req.tools.is_empty();
+        let max_attempts = self.cfg.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let Failure {
+                error,
+                retry,
+                retry_after,
+            } = match super::attempt::run(self, &body, tools_sent, &mut *on_event).await {
+                Ok(completion) => return Ok(completion),
+                Err(failure) => failure,
+            };
+            if !retry || attempt >= max_attempts {
+                return Err(error.with_attempts(attempt));
+            }
+            let wait = retry::wait(&self.cfg, attempt, retry_after);
+            on_event(ClientEvent::Retry {
+                attempt: attempt + 1,
+                wait,
+                reason: error.brief(),
+            });
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+}
+
+/// The JSON body: `model`, `messages`, `tools` (only when there are some),
+/// `stream`, and `stream_options.include_usage` so that streamed answers
+/// report token counts too.
+pub(crate) fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
+    let mut body = json!({
+        "model": cfg.model,
+        "messages": req.messages,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req.tools.iter().map(ToolDef::to_json).collect();
+    }
+    body["stream"] = cfg.stream.into();
+    if cfg.stream {
+        body["stream_options"] = json!({ "include_usage": true });
+    }
+    body
+}
+
+/// A transport error in words, without its URL (which `ClientError` already
+/// names) and with its causes, e.g. `error sending request: client error
+/// (Connect): tcp connect error: Connection refused (os error 111)`.
+pub(crate) fn describe(e: &reqwest::Error) -> String {
+    let mut text = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(err) = source {
+        let piece = err.to_string();
+        // reqwest's message embeds the URL; the endpoint is reported apart.
+        let piece = match piece.split_once(" for url (") {
+            Some((head, _)) => head.to_string(),
+            None => piece,
+        };
+        if !text.contains(&piece) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&piece);
+        }
+        source = err.source();
+    }
+    text.to_lowercase()
+}

@@ -1,0 +1,359 @@
+//! Append-only JSONL session transcripts, one file per session under
+//! `<workspace>/.warden/sessions/`.
+//!
+//! Each line is one [`Record`], written with a single `write_all` and a
+//! flush, so a crash loses at most the line being written; reading skips
+//! such a torn last line. A transcript holds what the model saw and said,
+//! tool results and usage, so it must never hold secrets: callers must not
+//! put the API key (or an `Authorization` header) in any record — `Start`
+//! records the base URL and model only.
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Message, Usage};
+
+/// Extension of transcript files.
+const EXT: &str = "jsonl";
+
+/// Longest session title, in characters.
+const TITLE_MAX: usize = 60;
+
+/// One line of a transcript.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The session's settings; first line of the file. Never the API key.
+    Start {
+        ts: String,
+        model: String,
+        base_url: String,
+        workspace: String,
+        protocol: String,
+    },
+    /// One message of the conversation, as sent to or received from the model.
+    Message { ts: String, message: Message },
+    /// What a tool call returned, with its call id and how long it took.
+    ToolResult {
+        ts: String,
+        id: String,
+        name: String,
+        ok: bool,
+        output: String,
+        duration_ms: u64,
+    },
+    /// Token counts of one model response.
+    Usage { ts: String, usage: Usage },
+    /// A failure worth keeping (API error, interrupted turn).
+    Error { ts: String, message: String },
+    /// The session ended (user quit, task done, error).
+    End { ts: String, reason: String },
+}
+
+impl Record {
+    /// When the record was written.
+    pub fn ts(&self) -> &str {
+        match self {
+            Record::Start { ts, .. }
+            | Record::Message { ts, .. }
+            | Record::ToolResult { ts, .. }
+            | Record::Usage { ts, .. }
+            | Record::Error { ts, .. }
+            | Record::End { ts, .. } => ts,
+        }
+    }
+}
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No transcript with that id.
+    #[error("no session `{id}` in {}; run `warden sessions` to list them", dir.display())]
+    NotFound { id: String, dir: PathBuf },
+    /// Reading or reopening the file failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A line other than the last is not a record.
+    #[error("{}:{line}: corrupt session record: {reason}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+}
+
+/// One line of `warden sessions`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Session id (the file name without `.jsonl`).
+    pub id: String,
+    /// Timestamp of the first record.
+    pub started: String,
+    /// Timestamp of the last record.
+    pub updated: String,
+    /// The first user message: its first line, at most 60 characters.
+    pub title: String,
+    /// Number of message records.
+    pub messages: usize,
+    /// The transcript file.
+    pub path: PathBuf,
+}
+
+/// The directory of transcripts.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    dir: PathBuf,
+}
+
+impl SessionStore {
+    /// A store in `dir` (usually `<workspace>/.warden/sessions`); nothing is
+    /// created until the first [`SessionStore::create`].
+    pub fn new(dir: PathBuf) -> Self {
+        SessionStore { dir }
+    }
+
+    /// The directory holding the transcripts.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Starts a new, empty transcript with a fresh id.
+    pub fn create(&self) -> io::Result<Session> {
+        fs::create_dir_all(&self.dir)?;
+        loop {
+            let id = new_id();
+            let path = self.path_of(&id);
+            // `create_new` makes the id unique even if two sessions start in
+            // the same second with the same random suffix.
+            match OpenOptions::new().append(true).create_new(true).open(&path) {
+                Ok(file) => return Ok(Session { id, path, file }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reopens a transcript to resume it: its records, and the session
+    /// positioned to append to the same file. A torn last line is cut off
+    /// first, so that the next record does not glue onto it and turn it
+    /// into a corrupt middle line.
+    pub fn open(&self, id: &str) -> Result<(Session, Vec<Record>), SessionError> {
+        let not_found = || SessionError::NotFound {
+            id: id.to_string(),
+            dir: self.dir.clone(),
+        };
+        // The id becomes a file name: refuse anything that could leave the
+        // directory.
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(not_found());
+        }
+        let path = self.path_of(id);
+        let text = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+            Err(e) => return Err(e.into()),
+        };
+        let (records, valid) = read_records(&text, &path)?;
+        let mut file = OpenOptions::new().append(true).open(&path)?;
+        if valid < text.len() {
+            file.set_len(valid as u64)?;
+        } else if text.last().is_some_and(|&b| b != b'\n') {
+            // The record is whole but its newline was lost in the crash.
+            file.write_all(b"\n")?;
+        }
+        Ok((
+            Session {
+                id: id.to_string(),
+                path,
+                file,
+            },
+            records,
+        ))
+    }
+
+    /// All transcripts, most recently updated first. Unreadable files and
+    /// bad lines are skipped: one damaged transcript must not hide the rest.
+    pub fn list(&self) -> io::Result<Vec<Summary>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let path = entry?.path();
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if path.extension().and_then(|e| e.to_str()) != Some(EXT) {
+                continue;
+            }
+            let Ok(text) = fs::read_to_string(&path) else {
+                continue;
+            };
+            let records: Vec<Record> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            out.push(summary(id.to_string(), path.clone(), &records));
+        }
+        out.sort_by(|a, b| (&b.updated, &b.started, &b.id).cmp(&(&a.updated, &a.started, &a.id)));
+        Ok(out)
+    }
+
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.{EXT}"))
+    }
+}
+
+/// An open transcript, appended to record by record.
+#[derive(Debug)]
+pub struct Session {
+    id: String,
+    path: PathBuf,
+    file: File,
+}
+
+impl Session {
+    /// The session id, e.g. `20261129-193012-4f2a`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The transcript file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record as one line. The line goes out in a single
+    /// `write_all` on an `O_APPEND` file, so a crash leaves at most that
+    /// line torn, which reading tolerates.
+    pub fn append(&mut self, record: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.flush()
+    }
+}
+
+/// Parses a transcript. Returns the records and the length of the valid
+/// prefix (everything but a torn or unparsable last line). Blank lines are
+/// ignored.
+fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), SessionError> {
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let (mut records, mut valid) = (Vec::new(), 0);
+    for (i, line) in lines.iter().enumerate() {
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            match serde_json::from_slice(line) {
+                Ok(record) => records.push(record),
+                Err(_) if i + 1 == lines.len() => break,
+                Err(e) => {
+                    let (path, reason) = (path.to_path_buf(), e.to_string());
+                    return Err(SessionError::Corrupt {
+                        path,
+                        line: i + 1,
+                        reason,
+                    });
+                }
+            }
+        }
+        valid += line.len();
+    }
+    Ok((records, valid))
+}
+
+/// The conversation to resume: the message records, in order.
+pub fn messages(records: &[Record]) -> Vec<Message> {
+    messages_iter(records).cloned().collect()
+}
+
+fn summary(id: String, path: PathBuf, records: &[Record]) -> Summary {
+    let ts = |r: Option<&Record>| r.map(|r| r.ts().to_string()).unwrap_or_default();
+    let title = messages_iter(records).find_map(|m| match m {
+        Message::User { content } => content.lines().map(str::trim).find(|l| !l.is_empty()),
+        _ => None,
+    });
+    Summary {
+        id,
+        started: ts(records.first()),
+        updated: ts(records.last()),
+        title: title.map(title_of).unwrap_or_default(),
+        messages: messages_iter(records).count(),
+        path,
+    }
+}
+
+fn messages_iter(records: &[Record]) -> impl Iterator<Item = &Message> {
+    records.iter().filter_map(|r| match r {
+        Record::Message { message, .. } => Some(message),
+        _ => None,
+    })
+}
+
+/// Cuts a line to [`TITLE_MAX`] characters, the last being `…` when cut.
+fn title_of(line: &str) -> String {
+    if line.chars().count() <= TITLE_MAX {
+        return line.to_string();
+    }
+    let mut t: String = line.chars().take(TITLE_MAX - 1).collect();
+    t.truncate(t.trim_end().len());
+    t.push('…');
+    t
+}
+
+/// A new session id: UTC time to the second, then 4 random hex digits, so
+/// ids sort by start time and rarely collide (`create` handles it if so).
+fn new_id() -> String {
+    let (date, time, _) = utc_parts(SystemTime::now());
+    format!(
+        "{}-{}-{:04x}",
+        date.replace('-', ""),
+        time.replace(':', ""),
+        rand::random::<u16>()
+    )
+}
+
+/// The current time as RFC 3339 UTC with milliseconds,
+/// e.g. `2026-11-29T19:30:12.345Z`.
+pub fn now() -> String {
+    let (date, time, millis) = utc_parts(SystemTime::now());
+    format!("{date}T{time}.{millis:03}Z")
+}
+
+/// `("YYYY-MM-DD", "HH:MM:SS", millis)` in UTC.
+fn utc_parts(t: SystemTime) -> (String, String, u32) {
+    // Before 1970 only with a broken clock; clamp rather than fail.
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    let date = format!("{y:04}-{m:02}-{d:02}");
+    let time = format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+    (date, time, since.subsec_millis())
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day):
+/// Howard Hinnant's `civil_from_days`, valid for any day count we'll meet.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}

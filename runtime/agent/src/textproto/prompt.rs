@@ -1,0 +1,174 @@
+//! The text the model reads: the protocol's system-prompt section, the
+//! results of its calls, and what was wrong with the calls it got wrong.
+
+#[cfg(test)]
+mod tests;
+
+use serde_json::Value;
+
+use crate::ToolDef;
+
+/// The system-prompt section teaching the protocol: how to call, the exact
+/// syntax with an example, then one line per tool. Empty when there are no
+/// tools, so the caller can leave the section out.
+pub fn instructions(tools: &[ToolDef]) -> String {
+    let Some(first) = tools.first() else {
+        return String::new();
+    };
+    let required = |t: &ToolDef| -> Vec<String> {
+        let list = t.parameters.get("required").and_then(Value::as_array);
+        list.map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    let props = |t: &ToolDef| {
+        t.parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let examples: Vec<(String, String)> = props(first)
+        .iter()
+        .filter(|(k, _)| required(first).contains(k))
+        .map(|(k, schema)| (k.clone(), example_value(schema)))
+        .collect();
+    let keyword: Vec<String> = examples.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let json: Vec<String> = examples
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", Value::from(k.as_str())))
+        .collect();
+    let (name, keyword, json) = (&first.name, keyword.join(", "), json.join(", "));
+    let mut s = format!(
+        "## Tools\n\n\
+         You can call tools. To call one, write this anywhere in your reply, exactly in this form:\n\n\
+         [TOOL] tool_name(arguments) [/TOOL]\n\n\
+         For example:\n\n\
+         [TOOL] {name}({keyword}) [/TOOL]\n\n\
+         Arguments are written as name=value, or by position in the order listed below, or as \
+         one JSON object: [TOOL] {name}({{{json}}}) [/TOOL]. Strings must be quoted; inside them \
+         write \\\" for a quote and \\n for a newline. Numbers, true, false, null, [arrays] and \
+         {{objects}} are written as in JSON.\n\n\
+         You may make several calls in one reply. Then end your reply: the results come back in \
+         the next message as [RESULT tool_name] ... [/RESULT] blocks, in the order of your calls. \
+         Never write [RESULT] blocks yourself. When you need no tool, answer without [TOOL].\n\n\
+         Available tools:\n"
+    );
+    for tool in tools {
+        let req = required(tool);
+        let params: Vec<String> = props(tool)
+            .iter()
+            .map(|(k, schema)| {
+                format!(
+                    "{k}{}: {}",
+                    if req.contains(k) { "" } else { "?" },
+                    type_name(schema)
+                )
+            })
+            .collect();
+        s.push_str(&format!("- {}({})", tool.name, params.join(", ")));
+        match tool
+            .description
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+        {
+            Some(line) => s.push_str(&format!(" — {line}\n")),
+            None => s.push('\n'),
+        }
+    }
+    s
+}
+
+/// A short type for the tool list: `string`, `integer|null`, `array of
+/// string`, or the enum's values (`"r"|"w"`).
+fn type_name(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return values
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("|");
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "array" => match schema.get("items") {
+            Some(items) => format!("array of {}", type_name(items)),
+            None => "array".into(),
+        },
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ => "any".into(),
+    }
+}
+
+/// A plausible value for the syntax example, from the schema's own examples
+/// when it has some.
+fn example_value(schema: &Value) -> String {
+    let given = schema
+        .get("examples")
+        .and_then(|e| e.get(0))
+        .or_else(|| schema.get("enum").and_then(|e| e.get(0)));
+    if let Some(v) = given {
+        return v.to_string();
+    }
+    let t = schema
+        .get("type")
+        .map(|t| t.get(0).unwrap_or(t))
+        .and_then(Value::as_str)
+        .unwrap_or("string");
+    match t {
+        "integer" => "10".into(),
+        "number" => "1.5".into(),
+        "boolean" => "true".into(),
+        "array" => "[]".into(),
+        "object" => "{}".into(),
+        _ => "\"...\"".into(),
+    }
+}
+
+/// One user-message body with the results of the calls, in call order:
+/// `[RESULT name]\noutput\n[/RESULT]`, or `[RESULT name ERROR]` for a failure.
+pub fn results_message(results: &[(String, Result<String, String>)]) -> String {
+    let blocks: Vec<String> = results
+        .iter()
+        .map(|(name, result)| {
+            let (mark, body) = match result {
+                Ok(out) => ("", out.trim_end()),
+                Err(err) => (" ERROR", err.trim_end()),
+            };
+            let body = if body.is_empty() { "(no output)" } else { body };
+            format!("[RESULT {name}{mark}]\n{body}\n[/RESULT]")
+        })
+        .collect();
+    blocks.join("\n\n")
+}
+
+/// Longest excerpt of a malformed call quoted back to the model: enough to
+/// recognise it, without echoing a whole file it tried to write.
+const QUOTE_LIMIT: usize = 300;
+
+/// One user-message body explaining which calls could not be understood
+/// (none of them ran), why, and the expected form with an example.
+pub fn malformed_message(errors: &[(String, String)]) -> String {
+    let mut s = String::from("These tool calls could not be understood, so they were not run:\n");
+    for (i, (raw, error)) in errors.iter().enumerate() {
+        let mut quoted: String = raw.chars().take(QUOTE_LIMIT).collect();
+        if quoted.len() < raw.len() {
+            quoted.push_str(" …");
+        }
+        s.push_str(&format!("\n{}. {quoted}\n   Error: {error}\n", i + 1));
+    }
+    s.push_str("\nA tool call must look exactly like this:\n\n[TOOL] tool_name(name=\"value\", count=3) [/TOOL]\n\n");
+    s.push_str("Strings are quoted (\"...\" or '...'); inside them write \\\" for a quote, \\\\ for a backslash ");
+    s.push_str("and \\n for a newline. Arguments may also be positional, in the listed order, or one JSON object: ");
+    s.push_str("[TOOL] tool_name({\"name\": \"value\"}) [/TOOL]. Send the corrected calls.");
+    s
+}

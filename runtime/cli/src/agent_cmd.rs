@@ -1,0 +1,453 @@
+//! `warden run`, `warden chat`, `warden sessions`: the agent on the terminal.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use warden_agent::session::{self, Record, SessionStore};
+use warden_agent::settings::{self, Overrides, Protocol};
+use warden_agent::{Agent, AgentError, Event};
+
+use crate::args::ModelFlags;
+use crate::runner::SandboxRunner;
+use crate::style::{Spinner, paint, stderr_is_fancy};
+use crate::workspace::Workspace;
+
+/// Exit code of a task that failed (API error, turn limit).
+pub const EXIT_FAILED: u8 = 3;
+/// Exit code of a cancelled task.
+pub const EXIT_CANCELLED: u8 = 130;
+
+/// A configuration problem: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn sessions_dir(ws: &Workspace) -> std::path::PathBuf {
+    ws.root.join(".warden/sessions")
+}
+
+/// Builds the agent: settings, tools, transcript (new or resumed).
+pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<Agent> {
+    let user_cfg = dirs::config_dir()
+        .map(|d| d.join("warden/config.toml"))
+        .map(|p| warden_policy::load_user_config(&p))
+        .transpose()
+        .map_err(|e| ConfigError(format!("{e:#}")))?
+        .unwrap_or_default();
+    let env = |k: &str| std::env::var(k).ok();
+    let protocol = match &flags.protocol {
+        Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
+            ConfigError(format!("unknown protocol `{p}`: use auto, native or text"))
+        })?),
+        None => None,
+    };
+    let overrides = Overrides {
+        base_url: flags.base_url.clone(),
+        model: flags.model.clone(),
+        no_stream: flags.no_stream,
+        protocol,
+        max_turns: flags.max_turns,
+    };
+    let mut settings = settings::resolve(&user_cfg.model, ws.policy.model(), &env, &overrides)
+        .map_err(|e| ConfigError(e.to_string()))?;
+    settings::backoff_from_env(&env, &mut settings.client);
+    let tools = ws.toolset()?;
+    crate::render::warnings(&tools);
+    let store = SessionStore::new(sessions_dir(ws));
+    let (mut session, history) = match resume {
+        Some(id) => {
+            let (s, records) = store.open(id).map_err(|e| ConfigError(e.to_string()))?;
+            (s, session::messages(&records))
+        }
+        None => (
+            store
+                .create()
+                .context("cannot create the session transcript")?,
+            Vec::new(),
+        ),
+    };
+    session.append(&Record::Start {
+        ts: session::now(),
+        model: settings.client.model.clone(),
+        base_url: settings.client.base_url.clone(),
+        workspace: ws.root.display().to_string(),
+        protocol: settings.protocol.as_str().to_string(),
+    })?;
+    let agent = Agent::new(
+        settings,
+        Arc::new(SandboxRunner(tools)),
+        ws.root.clone(),
+        Some(session),
+        history,
+    )?;
+    Ok(agent)
+}
+
+/// Turns agent events into terminal output (or JSON lines).
+pub struct Renderer {
+    json: bool,
+    fancy: bool,
+    spinner: Option<Spinner>,
+    /// Bytes of answer text printed since the last model call.
+    pub streamed: usize,
+    at_line_start: bool,
+}
+
+impl Renderer {
+    pub fn new(json: bool) -> Renderer {
+        Renderer {
+            json,
+            fancy: stderr_is_fancy(),
+            spinner: None,
+            streamed: 0,
+            at_line_start: true,
+        }
+    }
+
+    fn emit(&self, v: serde_json::Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{v}");
+        let _ = out.flush();
+    }
+
+    pub fn stop_spinner(&mut self) {
+        self.spinner = None;
+    }
+
+    pub fn on(&mut self, e: Event<'_>) {
+        match e {
+            Event::Thinking => {
+                self.streamed = 0;
+                if !self.json {
+                    self.spinner = Some(Spinner::start(self.fancy));
+                }
+            }
+            Event::Text(t) => {
+                self.stop_spinner();
+                self.streamed += t.len();
+                if self.json {
+                    self.emit(json!({"type": "text", "text": t}));
+                } else {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(t.as_bytes());
+                    let _ = out.flush();
+                    self.at_line_start = t.ends_with('\n');
+                }
+            }
+            Event::Retry {
+                attempt,
+                wait,
+                reason,
+            } => {
+                self.stop_spinner();
+                if self.json {
+                    self.emit(json!({"type": "retry", "attempt": attempt, "wait_ms": wait.as_millis() as u64, "reason": reason}));
+                } else {
+                    eprintln!(
+                        "{}",
+                        paint(
+                            self.fancy,
+                            "33",
+                            &format!(
+                                "retrying in {:.1}s (attempt {attempt}): {reason}",
+                                wait.as_secs_f64()
+                            )
+                        )
+                    );
+                }
+            }
+            Event::SwitchedToText { reason } => {
+                if self.json {
+                    self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
+                } else {
+                    eprintln!("note: switching to the text tool protocol: {reason}");
+                }
+            }
+            Event::ToolStart {
+                id,
+                name,
+                arguments,
+            } => {
+                self.stop_spinner();
+                if self.json {
+                    self.emit(json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}));
+                }
+            }
+            Event::ToolEnd {
+                id,
+                name,
+                arguments,
+                result,
+            } => {
+                if self.json {
+                    self.emit(json!({
+                        "type": "tool_result", "id": id, "name": name, "ok": result.ok,
+                        "output": result.output, "duration_ms": result.duration.as_millis() as u64,
+                    }));
+                    return;
+                }
+                if !self.at_line_start {
+                    println!();
+                    self.at_line_start = true;
+                }
+                let key = key_argument(arguments);
+                let ms = result.duration.as_millis();
+                let line = if result.ok {
+                    paint(self.fancy, "32", &format!("  ✓ {name} {key} ({ms} ms)"))
+                } else {
+                    let first = result.output.lines().next().unwrap_or("");
+                    paint(
+                        self.fancy,
+                        "31",
+                        &format!("  ✗ {name} {key} ({ms} ms): {}", cut(first, 120)),
+                    )
+                };
+                eprintln!("{line}");
+            }
+            Event::Usage(u) => {
+                if self.json {
+                    self.emit(json!({"type": "usage", "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}));
+                }
+            }
+        }
+    }
+}
+
+/// The argument worth showing for a call: a path, pattern or the first string.
+fn key_argument(arguments: &str) -> String {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(arguments)
+    else {
+        return cut(arguments, 60);
+    };
+    let pick = ["path", "pattern", "from", "url", "command", "text"]
+        .iter()
+        .find_map(|k| map.get(*k).and_then(|v| v.as_str()))
+        .or_else(|| map.values().find_map(|v| v.as_str()));
+    cut(pick.unwrap_or(""), 60)
+}
+
+fn cut(s: &str, max: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max - 1).collect::<String>())
+    }
+}
+
+/// Runs one send with Ctrl-C cancelling it.
+fn send(
+    rt: &tokio::runtime::Runtime,
+    agent: &mut Agent,
+    r: &mut Renderer,
+    text: &str,
+) -> Result<String, AgentError> {
+    let cancel = CancellationToken::new();
+    let watch = {
+        let cancel = cancel.clone();
+        rt.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let result = rt.block_on(agent.send(text, &cancel, &mut |e| r.on(e)));
+    watch.abort();
+    r.stop_spinner();
+    result
+}
+
+/// `warden run`.
+pub fn run(
+    ws: &Workspace,
+    task: Option<String>,
+    json: bool,
+    flags: &ModelFlags,
+    resume: Option<&str>,
+) -> anyhow::Result<u8> {
+    let task = match task.filter(|t| t != "-") {
+        Some(t) => t,
+        None => {
+            if std::io::stdin().is_terminal() {
+                bail!(ConfigError(
+                    "give a task: `warden run \"...\"` or pipe it on stdin".into()
+                ));
+            }
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read the task from stdin")?;
+            s
+        }
+    };
+    if task.trim().is_empty() {
+        bail!(ConfigError("the task is empty".into()));
+    }
+    let mut agent = build(ws, flags, resume)?;
+    let session_id = agent
+        .session()
+        .map(|s| s.id().to_string())
+        .unwrap_or_default();
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut r = Renderer::new(json);
+    let result = send(&rt, &mut agent, &mut r, &task);
+    let reason = match &result {
+        Ok(_) => "answered".to_string(),
+        Err(e) => e.to_string(),
+    };
+    // The transcript is complete without this line; losing it loses nothing.
+    let _ = agent.finish(&reason);
+    match result {
+        Ok(answer) => {
+            if json {
+                r.emit(json!({"type": "final", "text": answer, "session": session_id}));
+            } else {
+                if r.streamed == 0 {
+                    print!("{answer}");
+                }
+                if !answer.ends_with('\n') {
+                    println!();
+                }
+            }
+            Ok(0)
+        }
+        Err(e) => {
+            let code = if matches!(e, AgentError::Cancelled) {
+                EXIT_CANCELLED
+            } else {
+                EXIT_FAILED
+            };
+            if json {
+                r.emit(json!({"type": "error", "message": e.to_string(), "session": session_id}));
+            }
+            eprintln!("error: {e}");
+            eprintln!(
+                "session {session_id} keeps what was done: `warden run --resume {session_id} \"...\"` continues it"
+            );
+            Ok(code)
+        }
+    }
+}
+
+/// `warden chat`.
+pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<u8> {
+    let mut agent = build(ws, flags, resume)?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
+    let history = dirs::state_dir().map(|d| d.join("warden/history"));
+    if let Some(h) = &history {
+        let _ = rl.load_history(h);
+    }
+    let id = agent
+        .session()
+        .map(|s| s.id().to_string())
+        .unwrap_or_default();
+    eprintln!(
+        "warden chat — session {id}. /tools, /clear, /exit; Ctrl-C cancels a turn, Ctrl-D quits."
+    );
+    let mut r = Renderer::new(false);
+    loop {
+        let line = match rl.readline("› ") {
+            Ok(l) => l,
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            Err(rustyline::error::ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let _ = rl.add_history_entry(text);
+        match text {
+            "/exit" | "/quit" => break,
+            "/clear" => {
+                agent.clear();
+                eprintln!("conversation cleared (the transcript keeps it)");
+                continue;
+            }
+            "/tools" => {
+                for t in agent.tools() {
+                    let mode = if t.mutates {
+                        "changes files"
+                    } else {
+                        "read-only"
+                    };
+                    eprintln!(
+                        "  {:<12} {mode:<13} {}",
+                        t.def.name,
+                        crate::render::short(&t.def.description, 60)
+                    );
+                }
+                continue;
+            }
+            "/help" => {
+                eprintln!("/tools  list tools · /clear  forget the conversation · /exit  quit");
+                continue;
+            }
+            t if t.starts_with('/') => {
+                eprintln!("unknown command {t}: try /help");
+                continue;
+            }
+            _ => {}
+        }
+        match send(&rt, &mut agent, &mut r, text) {
+            Ok(answer) => {
+                if r.streamed == 0 {
+                    print!("{answer}");
+                }
+                println!();
+            }
+            Err(AgentError::Cancelled) => eprintln!("\ncancelled; the conversation is kept"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = rl.save_history(h);
+    }
+    Ok(0)
+}
+
+/// `warden sessions`.
+pub fn sessions(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
+    let list = SessionStore::new(sessions_dir(ws)).list()?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let v: Vec<_> = list
+            .iter()
+            .map(|s| json!({"id": s.id, "started": s.started, "updated": s.updated, "title": s.title, "messages": s.messages, "path": s.path}))
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(0);
+    }
+    if list.is_empty() {
+        writeln!(out, "no sessions yet in {}", display(&sessions_dir(ws)))?;
+        return Ok(0);
+    }
+    let mut rows = vec![vec![
+        "ID".to_string(),
+        "UPDATED".into(),
+        "MESSAGES".into(),
+        "TITLE".into(),
+    ]];
+    for s in &list {
+        rows.push(vec![
+            s.id.clone(),
+            s.updated.clone(),
+            s.messages.to_string(),
+            s.title.clone(),
+        ]);
+    }
+    out.write_all(crate::render::table(&rows).as_bytes())?;
+    Ok(0)
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}

@@ -1,0 +1,170 @@
+//! An OpenAI-compatible chat-completions server for tests.
+//!
+//! [`MockLlm::start`] serves scripted [`Reply`]s over real HTTP on
+//! `127.0.0.1` (random port), from its own thread and tokio runtime, so that
+//! synchronous tests, async tests and `warden` subprocesses can all talk to
+//! it. Every request is recorded for later assertions; [`check_chat_body`]
+//! tells whether a recorded body is a request a real server would accept.
+//!
+//! - `server`: the HTTP side.
+//! - [`chunk`]: `chat.completion.chunk` builders.
+//! - `check`: [`check_chat_body`].
+
+mod check;
+pub mod chunk;
+mod server;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub use check::check_chat_body;
+
+/// One scripted answer to a `POST /v1/chat/completions`.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A `text/event-stream` sending each payload as `data: …\n\n`, each
+    /// flushed separately about 1 ms apart. Nothing is added: end with
+    /// [`chunk::done`] for a well-formed stream.
+    Sse(Vec<String>),
+    /// Sends those payloads, then drops the connection mid-body (no
+    /// `[DONE]`, no end of the chunked encoding).
+    SseCut(Vec<String>),
+    /// `200 application/json`: a non-streamed answer.
+    Json(Value),
+    /// An error status with `body` (sent as JSON when it parses as JSON) and
+    /// an optional `Retry-After` header.
+    Status {
+        status: u16,
+        body: String,
+        retry_after: Option<String>,
+    },
+    /// Reads the request and never answers.
+    Hang,
+    /// Waits, then sends the inner reply.
+    Delay(Duration, Box<Reply>),
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The request path, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// The `Authorization` header, verbatim.
+    pub authorization: Option<String>,
+    /// The body as JSON (a JSON string holding the raw text when it is not
+    /// JSON; null when empty).
+    pub body: Value,
+    /// When the request arrived.
+    pub at: Instant,
+}
+
+/// What the server thread shares with the handle.
+#[derive(Debug, Default)]
+struct Shared {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Recorded>>,
+}
+
+/// Locks, ignoring poisoning: a panicking test thread must not hide the
+/// recorded requests from the others.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running mock server; it stops when dropped.
+#[derive(Debug)]
+pub struct MockLlm {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MockLlm {
+    /// Starts a server answering chat-completions requests with `replies`, in
+    /// order; once they are used up it answers
+    /// `500 {"error":{"message":"mock: no more replies"}}`. Other paths get
+    /// a 404 and use up no reply.
+    pub fn start(replies: Vec<Reply>) -> MockLlm {
+        let shared = Arc::new(Shared {
+            replies: Mutex::new(replies.into()),
+            requests: Mutex::default(),
+        });
+        // Bound here, not in the thread, so that the port is known (and
+        // accepting) before `start` returns.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("mock-llm: bind");
+        listener
+            .set_nonblocking(true)
+            .expect("mock-llm: nonblocking");
+        let addr = listener.local_addr().expect("mock-llm: local addr");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("mock-llm-{}", addr.port()))
+            .spawn({
+                let shared = shared.clone();
+                move || server::run(listener, shared, rx)
+            })
+            .expect("mock-llm: spawn thread");
+        MockLlm {
+            addr,
+            shared,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the base URL to configure clients with.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The requests received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// Queues one more reply after the remaining ones.
+    pub fn push(&self, reply: Reply) {
+        lock(&self.shared.replies).push_back(reply);
+    }
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A streamed text answer: the text in one chunk, `finish("stop")`,
+/// `usage(10, 5)`, `[DONE]`.
+pub fn answer(text: &str) -> Reply {
+    Reply::Sse(vec![
+        chunk::text(text),
+        chunk::finish("stop"),
+        chunk::usage(10, 5),
+        chunk::done(),
+    ])
+}
+
+/// A streamed answer made of tool calls `(id, name, arguments json)`, call
+/// `i` at index `i` with its arguments in 3 pieces, then
+/// `finish("tool_calls")` and `[DONE]`.
+pub fn calls(calls: &[(&str, &str, &str)]) -> Reply {
+    let mut payloads = Vec::new();
+    for (index, (id, name, args)) in (0u32..).zip(calls) {
+        payloads.extend(chunk::tool_call(index, id, name, args, 3));
+    }
+    payloads.push(chunk::finish("tool_calls"));
+    payloads.push(chunk::done());
+    Reply::Sse(payloads)
+}

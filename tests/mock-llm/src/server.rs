@@ -1,0 +1,157 @@
+//! The HTTP side: hyper's HTTP/1 server on a current-thread runtime.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::stream;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::{Recorded, Reply, Shared, lock};
+
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Serves `listener` until `shutdown` fires (or its sender is dropped).
+/// Dropping the runtime then cancels every connection, hanging ones
+/// included.
+pub(crate) fn run(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("mock-llm: runtime");
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).expect("mock-llm: listener");
+        loop {
+            let stream = tokio::select! {
+                _ = &mut shutdown => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(_) => continue,
+                },
+            };
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| handle(req, shared.clone()));
+                // Errors here are the client going away or a deliberate cut.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
+
+/// Records the request, then answers with the next scripted reply.
+async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Body>, Infallible> {
+    let at = Instant::now();
+    let path = req.uri().path().to_string();
+    let authorization = req
+        .headers()
+        .get(AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let bytes = match req.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+    };
+    lock(&shared.requests).push(Recorded {
+        path: path.clone(),
+        authorization,
+        body,
+        at,
+    });
+    if path != "/v1/chat/completions" {
+        let body = json!({ "error": { "message": format!("mock: no route for {path}") } });
+        return Ok(full(404, "application/json", body.to_string(), None));
+    }
+    let reply = lock(&shared.replies).pop_front();
+    let reply = reply.unwrap_or_else(|| Reply::Status {
+        status: 500,
+        body: json!({ "error": { "message": "mock: no more replies" } }).to_string(),
+        retry_after: None,
+    });
+    Ok(respond(reply).await)
+}
+
+/// The HTTP response of a reply (after its delays).
+async fn respond(mut reply: Reply) -> Response<Body> {
+    while let Reply::Delay(wait, inner) = reply {
+        tokio::time::sleep(wait).await;
+        reply = *inner;
+    }
+    match reply {
+        Reply::Sse(payloads) => sse(payloads, false),
+        Reply::SseCut(payloads) => sse(payloads, true),
+        Reply::Json(value) => full(200, "application/json", value.to_string(), None),
+        Reply::Status {
+            status,
+            body,
+            retry_after,
+        } => {
+            let kind = if serde_json::from_str::<Value>(&body).is_ok() {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            full(status, kind, body, retry_after)
+        }
+        Reply::Hang => std::future::pending().await,
+        Reply::Delay(..) => unreachable!("delays were unwrapped above"),
+    }
+}
+
+/// A complete response.
+fn full(status: u16, kind: &str, body: String, retry_after: Option<String>) -> Response<Body> {
+    let mut resp = Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, kind);
+    if let Some(value) = retry_after {
+        resp = resp.header(RETRY_AFTER, value);
+    }
+    let body = Full::new(Bytes::from(body))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    resp.body(body).expect("mock-llm: valid response")
+}
+
+/// An event stream of `payloads`, each `data: …\n\n` frame written on its
+/// own about 1 ms after the previous one, so that clients see real chunk
+/// boundaries. With `cut`, the body then fails, which makes hyper drop the
+/// connection without ending the chunked encoding.
+fn sse(payloads: Vec<String>, cut: bool) -> Response<Body> {
+    let frames = stream::unfold((payloads.into_iter(), cut), |(mut rest, cut)| async move {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        match rest.next() {
+            Some(payload) => {
+                let frame = Frame::data(Bytes::from(format!("data: {payload}\n\n")));
+                Some((Ok(frame), (rest, cut)))
+            }
+            None if cut => Some((Err(std::io::Error::other("mock: cut")), (rest, false))),
+            None => None,
+        }
+    });
+    Response::builder()
+        .status(200)
+        .header(CONTENT_TYPE, "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(StreamBody::new(frames).boxed_unsync())
+        .expect("mock-llm: valid response")
+}

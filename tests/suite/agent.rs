@@ -1,0 +1,436 @@
+//! The agent end to end: `warden run` against the mock OpenAI-compatible server.
+
+use serde_json::{Value, json};
+use warden_mock_llm::{MockLlm, Reply, answer, calls, check_chat_body, chunk};
+use warden_tests::{Run, Sandbox, run};
+
+const KEY: &str = "sk-test-do-not-leak-4242";
+
+fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
+    run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .arg("run")
+        .args(args))
+}
+
+/// Every request was a valid chat-completions body; returns them.
+fn bodies(mock: &MockLlm) -> Vec<Value> {
+    let reqs = mock.requests();
+    for r in &reqs {
+        assert_eq!(r.path, "/v1/chat/completions");
+        check_chat_body(&r.body).unwrap_or_else(|e| panic!("invalid request: {e}\n{}", r.body));
+        assert_eq!(r.authorization.as_deref(), Some(&*format!("Bearer {KEY}")));
+    }
+    reqs.into_iter().map(|r| r.body).collect()
+}
+
+/// The transcript lines of the only session, each parsed.
+fn transcript(sb: &Sandbox) -> (String, Vec<Value>) {
+    let dir = sb.ws.join(".warden/sessions");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        !text.contains(KEY),
+        "the API key leaked into the transcript"
+    );
+    let lines = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+        .collect();
+    (text, lines)
+}
+
+fn tool_messages(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().into(),
+                m["content"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_classic_task_reads_cargo_toml_then_writes_a_summary() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.ws.join("Cargo.toml"), "[package]\nname = \"demo\"\n").unwrap();
+    let summary = "demo is a Rust package.\n";
+    let mock = MockLlm::start(vec![
+        calls(&[("call_1", "read_file", r#"{"path":"Cargo.toml"}"#)]),
+        calls(&[(
+            "call_2",
+            "write_file",
+            &json!({"path": "summary.txt", "content": summary}).to_string(),
+        )]),
+        answer("Wrote summary.txt."),
+    ]);
+    let r = warden_run(&sb, &mock, &["Summarize Cargo.toml into summary.txt"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Wrote summary.txt.\n");
+    assert!(r.stderr.contains("✓ read_file Cargo.toml"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("✓ write_file summary.txt"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("summary.txt")).unwrap(),
+        summary
+    );
+    assert!(!r.stderr.contains(KEY) && !r.stdout.contains(KEY));
+
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 3);
+    assert!(
+        bodies[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "read_file")
+    );
+    assert_eq!(
+        bodies[0]["messages"][1],
+        json!({"role": "user", "content": "Summarize Cargo.toml into summary.txt"})
+    );
+    let tools = tool_messages(&bodies[1]);
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].0, "call_1");
+    assert!(tools[0].1.contains("name = \"demo\""), "{}", tools[0].1);
+    // The assistant message echoes its tool call exactly.
+    let echoed = &bodies[1]["messages"][2];
+    assert_eq!(echoed["tool_calls"][0]["id"], "call_1");
+    assert_eq!(
+        echoed["tool_calls"][0]["function"]["arguments"],
+        r#"{"path":"Cargo.toml"}"#
+    );
+
+    let (_, lines) = transcript(&sb);
+    let kinds: Vec<String> = lines
+        .iter()
+        .map(|l| match l["type"].as_str().unwrap() {
+            "message" => format!("message:{}", l["message"]["role"].as_str().unwrap()),
+            t => t.to_string(),
+        })
+        .collect();
+    let expected = [
+        "start",
+        "message:system",
+        "message:user",
+        "message:assistant",
+        "tool_result",
+        "message:tool",
+        "message:assistant",
+        "tool_result",
+        "message:tool",
+        "usage",
+        "message:assistant",
+        "end",
+    ];
+    assert_eq!(kinds, expected);
+}
+
+#[test]
+fn bad_calls_come_back_to_the_model_and_the_run_goes_on() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("a", "reed_file", r#"{"path":"hello.txt"}"#),
+            ("b", "read_file", r#"{"path": "hello.txt""#),
+            ("c", "read_file", r#"{"path": 7}"#),
+            ("d", "read_file", r#"{"path":"../outside/secret.txt"}"#),
+        ]),
+        answer("I could not read it."),
+    ]);
+    let r = warden_run(&sb, &mock, &["read things"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let bodies = bodies(&mock);
+    let tools = tool_messages(&bodies[1]);
+    let ids: Vec<&str> = tools.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d"]);
+    assert!(
+        tools[0].1.contains("no tool named `reed_file`") && tools[0].1.contains("read_file"),
+        "{}",
+        tools[0].1
+    );
+    assert!(tools[1].1.contains("not valid JSON"), "{}", tools[1].1);
+    assert!(
+        tools[2].1.contains("do not match its schema") && tools[2].1.contains("/path"),
+        "{}",
+        tools[2].1
+    );
+    assert!(
+        tools[3].1.contains("outside the directories"),
+        "{}",
+        tools[3].1
+    );
+    assert!(r.stderr.contains("✗ reed_file"), "{}", r.stderr);
+}
+
+fn transcript_intact(sb: &Sandbox) {
+    let (_, lines) = transcript(sb);
+    assert_eq!(lines[0]["type"], "start");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "message" && l["message"]["role"] == "user")
+    );
+}
+
+#[test]
+fn transient_failures_are_retried_and_the_run_succeeds() {
+    let cases: Vec<(&str, Vec<Reply>)> = vec![
+        (
+            "429 with Retry-After",
+            vec![Reply::Status {
+                status: 429,
+                body: r#"{"error":{"message":"slow down"}}"#.into(),
+                retry_after: Some("1".into()),
+            }],
+        ),
+        (
+            "500 three times",
+            vec![
+                Reply::Status {
+                    status: 500,
+                    body: "boom".into(),
+                    retry_after: None,
+                },
+                Reply::Status {
+                    status: 502,
+                    body: "boom".into(),
+                    retry_after: None,
+                },
+                Reply::Status {
+                    status: 503,
+                    body: "boom".into(),
+                    retry_after: None,
+                },
+            ],
+        ),
+        (
+            "a stream cut midway",
+            vec![Reply::SseCut(vec![chunk::text("Partial ans")])],
+        ),
+    ];
+    for (what, mut replies) in cases {
+        let sb = Sandbox::new();
+        let failures = replies.len();
+        replies.push(answer("Recovered."));
+        let mock = MockLlm::start(replies);
+        let start = std::time::Instant::now();
+        let r = warden_run(&sb, &mock, &["hi"]);
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(r.stdout.ends_with("Recovered.\n"), "{what}: {}", r.stdout);
+        assert!(r.stderr.contains("retrying"), "{what}: {}", r.stderr);
+        assert_eq!(bodies(&mock).len(), failures + 1, "{what}");
+        if what.starts_with("429") {
+            assert!(
+                start.elapsed() >= std::time::Duration::from_millis(900),
+                "Retry-After ignored"
+            );
+        }
+        transcript_intact(&sb);
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_times_out() {
+    let sb = Sandbox::new();
+    sb.policy("[model]\nidle_timeout = \"300ms\"\nmax_attempts = 2\n");
+    let mock = MockLlm::start(vec![Reply::Hang, Reply::Hang]);
+    let start = std::time::Instant::now();
+    let r = warden_run(&sb, &mock, &["hi"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    assert!(
+        r.stderr.contains("error:") && r.stderr.contains(&mock.base_url()),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--resume"), "{}", r.stderr);
+    assert_eq!(mock.requests().len(), 2);
+    transcript_intact(&sb);
+}
+
+#[test]
+fn unauthorized_is_a_clear_error_without_retry() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![Reply::Status {
+        status: 401,
+        body: r#"{"error":{"message":"Incorrect API key provided"}}"#.into(),
+        retry_after: None,
+    }]);
+    let r = warden_run(&sb, &mock, &["hi"]);
+    assert_eq!(r.code, 3);
+    assert!(
+        r.stderr.contains("401") && r.stderr.contains("Incorrect API key provided"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(KEY));
+    assert_eq!(mock.requests().len(), 1);
+    transcript_intact(&sb);
+}
+
+#[test]
+fn the_text_protocol_runs_calls_written_in_prose() {
+    let sb = Sandbox::new();
+    sb.policy("[model]\nprotocol = \"text\"\n");
+    let reply = "I will write the note and read the file.\n\
+        [TOOL] write_file(\"notes, (draft).txt\", \"a \\\"quoted\\\" line\") [/TOOL]\n\
+        Then:\n[TOOL] read_file({\"path\": \"hello.txt\"}) [/TOOL]";
+    let mock = MockLlm::start(vec![
+        Reply::Sse(vec![
+            chunk::text(reply),
+            chunk::finish("stop"),
+            chunk::done(),
+        ]),
+        answer("Both done."),
+    ]);
+    let r = warden_run(&sb, &mock, &["write a note"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("notes, (draft).txt")).unwrap(),
+        "a \"quoted\" line"
+    );
+    let bodies = bodies(&mock);
+    assert!(bodies.iter().all(|b| b.get("tools").is_none()));
+    assert!(
+        bodies[0]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("[TOOL]")
+    );
+    let last = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let results = last["content"].as_str().unwrap();
+    assert!(
+        results.contains("wrote") && results.contains("     1\thello"),
+        "{results}"
+    );
+}
+
+#[test]
+fn auto_switches_to_text_when_the_endpoint_rejects_tools() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        Reply::Status {
+            status: 400,
+            body: r#"{"error":{"message":"tools are not supported by this model"}}"#.into(),
+            retry_after: None,
+        },
+        Reply::Sse(vec![
+            chunk::text("[TOOL] read_file(\"hello.txt\") [/TOOL]"),
+            chunk::finish("stop"),
+            chunk::done(),
+        ]),
+        answer("It says hello."),
+    ]);
+    let r = warden_run(&sb, &mock, &["what is in hello.txt?"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("switching to the text tool protocol"),
+        "{}",
+        r.stderr
+    );
+    let bodies = bodies(&mock);
+    assert!(bodies[0].get("tools").is_some());
+    assert!(bodies[1].get("tools").is_none());
+    assert!(
+        bodies[1]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("[TOOL]")
+    );
+    let last = bodies[2]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["content"].as_str().unwrap().contains("     1\thello"),
+        "{last}"
+    );
+}
+
+#[test]
+fn json_events_and_resume() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[("c1", "read_file", r#"{"path":"hello.txt"}"#)]),
+        answer("First."),
+        answer("Second."),
+    ]);
+    let r = warden_run(&sb, &mock, &["--json", "one"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains(KEY));
+    let events: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        ["tool_call", "tool_result", "text", "usage", "final"]
+    );
+    assert_eq!(events[1]["ok"], true);
+    assert_eq!(events[4]["text"], "First.");
+    let id = events[4]["session"].as_str().unwrap().to_string();
+
+    let list = run(sb.warden().args(["sessions"]));
+    assert!(
+        list.stdout.contains(&id) && list.stdout.contains("one"),
+        "{}",
+        list.stdout
+    );
+
+    let r = warden_run(&sb, &mock, &["--resume", &id, "two"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Second.\n");
+    let bodies = bodies(&mock);
+    let roles: Vec<&str> = bodies[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    let (_, lines) = transcript(&sb);
+    assert_eq!(lines.iter().filter(|l| l["type"] == "start").count(), 2);
+}
+
+#[test]
+fn no_model_configured_says_what_to_set() {
+    let sb = Sandbox::new();
+    let r = run(sb.warden().args(["run", "hi"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("no model configured: set OPENAI_BASE_URL"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("Ollama"), "{}", r.stderr);
+}
