@@ -1,7 +1,7 @@
 # warden — see README.md. One target dir for the host and the wasm guests.
 export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
-ARGS ?= tools list
+TASK ?= List the files in this workspace and say in two sentences what the project is.
 
 .PHONY: wasm-target tools test-guests build test lint fmt bench run
 
@@ -41,5 +41,6 @@ fmt:
 bench: build test-guests
 	cargo run --release -p warden-bench
 
+## The main job: one task against the configured endpoint (see README).
 run: build
-	./target/release/warden $(ARGS)
+	./target/release/warden run "$(TASK)"

@@ -12,7 +12,7 @@ fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("OPENAI_API_KEY", KEY)
         .env("WARDEN_RETRY_BASE_MS", "5")
-        .arg("run")
+        .args(["run", "--yes"])
         .args(args))
 }
 
@@ -433,4 +433,178 @@ fn no_model_configured_says_what_to_set() {
         r.stderr
     );
     assert!(r.stderr.contains("Ollama"), "{}", r.stderr);
+}
+
+#[test]
+fn no_stream_mode_reads_whole_answers() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![Reply::Json(json!({
+        "id": "x", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "Whole answer."}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    }))]);
+    let r = warden_run(&sb, &mock, &["--no-stream", "hi"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Whole answer.\n");
+    assert_eq!(bodies(&mock)[0]["stream"], false);
+}
+
+#[test]
+fn tools_run_by_the_agent_never_see_the_api_key() {
+    let sb = Sandbox::new();
+    sb.drop_in(warden_tests::guests::HOSTILE, "hostile.wasm");
+    sb.policy("[tools.env_dump]\n");
+    let mock = MockLlm::start(vec![calls(&[("e", "env_dump", "{}")]), answer("ok")]);
+    let r = warden_run(&sb, &mock, &["dump the environment"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let tools = tool_messages(&bodies(&mock)[1]);
+    assert_eq!(tools[0].1, "count=0");
+}
+
+#[test]
+fn chat_reads_lines_runs_slash_commands_and_keeps_the_conversation() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("Hello!"), answer("Still here.")]);
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .arg("chat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"hi\n/tools\nand again\n/exit\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("Hello!") && stdout.contains("Still here."),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("read_file") && stderr.contains("read-only"),
+        "{stderr}"
+    );
+    let bodies = bodies(&mock);
+    let roles: Vec<&str> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+}
+
+#[test]
+fn without_yes_a_non_interactive_run_refuses_writes_and_the_model_sees_it() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("w", "write_file", r#"{"path":"new.txt","content":"x"}"#),
+            ("r", "read_file", r#"{"path":"hello.txt"}"#),
+        ]),
+        answer("I was not allowed to write."),
+    ]);
+    let r = run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .args(["run", "write new.txt"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!sb.ws.join("new.txt").exists());
+    let tools = tool_messages(&mock.requests()[1].body);
+    assert!(
+        tools[0].1.contains("needs the user's approval") && tools[0].1.contains("--yes"),
+        "{}",
+        tools[0].1
+    );
+    assert!(
+        tools[1].1.contains("     1\thello"),
+        "reads need no approval: {}",
+        tools[1].1
+    );
+}
+
+#[test]
+fn approval_never_runs_writes_without_asking() {
+    let sb = Sandbox::new();
+    sb.policy("approval = \"never\"\n");
+    let mock = MockLlm::start(vec![
+        calls(&[("w", "write_file", r#"{"path":"new.txt","content":"x"}"#)]),
+        answer("ok"),
+    ]);
+    let r = run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .args(["run", "write"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(sb.ws.join("new.txt")).unwrap(), "x");
+}
+
+/// Runs `warden run` under a pseudo-terminal (util-linux `script`), typing
+/// `answers` at its prompts.
+fn run_in_terminal(sb: &Sandbox, mock: &MockLlm, task: &str, answers: &str) -> Run {
+    let cmd = format!("{} run '{task}'", warden_tests::warden_bin().display());
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qfec", &cmd, "/dev/null"])
+        .current_dir(&sb.ws)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sb.home)
+        .env("XDG_CACHE_HOME", sb.home.join("cache"))
+        .env("XDG_STATE_HOME", sb.home.join("state"))
+        .env("NO_COLOR", "1")
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = script.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stdin.write_all(answers.as_bytes()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn on_a_terminal_the_user_sees_a_diff_and_a_refusal_reaches_the_model() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"hello\nmars\n"}"#,
+        )]),
+        answer("You said no."),
+    ]);
+    let r = run_in_terminal(&sb, &mock, "change hello.txt", "n\n");
+    assert!(r.stdout.contains("write_file wants to run"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("- world") && r.stdout.contains("+ mars"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("You said no."), "{}", r.stdout);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let tools = tool_messages(&mock.requests()[1].body);
+    assert!(tools[0].1.contains("the user refused"), "{}", tools[0].1);
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Client, ClientError, ClientEvent, Completion, Request};
@@ -309,14 +308,7 @@ impl Agent {
         let specs = self.specs.clone();
         let params = |name: &str| -> Option<Vec<String>> {
             let t = specs.iter().find(|t| t.def.name == name)?;
-            Some(
-                t.def
-                    .parameters
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default(),
-            )
+            Some(textproto::param_names(&t.def.parameters))
         };
         let mut calls = Vec::new();
         let mut malformed = Vec::new();

@@ -11,6 +11,7 @@ use warden_agent::session::{self, Record, SessionStore};
 use warden_agent::settings::{self, Overrides, Protocol};
 use warden_agent::{Agent, AgentError, Event};
 
+use crate::approval::{Approver, Mode};
 use crate::args::ModelFlags;
 use crate::runner::SandboxRunner;
 use crate::style::{Spinner, paint, stderr_is_fancy};
@@ -32,6 +33,11 @@ fn sessions_dir(ws: &Workspace) -> std::path::PathBuf {
 
 /// Builds the agent: settings, tools, transcript (new or resumed).
 pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<Agent> {
+    let approver = Approver::new(
+        Mode::parse(ws.policy.approval()),
+        flags.yes,
+        ws.root.clone(),
+    );
     let user_cfg = dirs::config_dir()
         .map(|d| d.join("warden/config.toml"))
         .map(|p| warden_policy::load_user_config(&p))
@@ -79,7 +85,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
     })?;
     let agent = Agent::new(
         settings,
-        Arc::new(SandboxRunner(tools)),
+        Arc::new(SandboxRunner { tools, approver }),
         ws.root.clone(),
         Some(session),
         history,

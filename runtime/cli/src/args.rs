@@ -104,4 +104,7 @@ pub struct ModelFlags {
     /// Model round trips per task.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Approve every tool call without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }

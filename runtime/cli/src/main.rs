@@ -1,6 +1,7 @@
 //! `warden`: run sandboxed tools for LLM agents.
 
 mod agent_cmd;
+mod approval;
 mod args;
 mod policy_cmd;
 mod render;

@@ -20,6 +20,20 @@ pub struct PolicyFile {
     /// Which model to talk to, and how.
     #[serde(default)]
     pub model: ModelSection,
+    /// When the user is asked before a tool call: "never", "writes" (calls
+    /// that change state; the default) or "always".
+    #[serde(default, deserialize_with = "approval")]
+    pub approval: Option<String>,
+}
+
+fn approval<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "never" | "writes" | "always" => Ok(Some(s)),
+        _ => Err(D::Error::custom(format!(
+            "unknown approval `{s}`: use \"never\", \"writes\" or \"always\""
+        ))),
+    }
 }
 
 /// `[model]`: the chat-completions endpoint and how to use it. Every field is

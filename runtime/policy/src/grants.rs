@@ -170,6 +170,11 @@ impl Policy {
         })
     }
 
+    /// `approval`: "never", "writes" (default) or "always".
+    pub fn approval(&self) -> &str {
+        self.file.approval.as_deref().unwrap_or("writes")
+    }
+
     /// The `[model]` section (all fields unset when absent).
     pub fn model(&self) -> &ModelSection {
         &self.file.model

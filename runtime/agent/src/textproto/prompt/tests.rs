@@ -26,7 +26,6 @@ fn instructions_show_syntax_example_and_tools() {
         ),
     ];
     let s = instructions(&tools);
-    eprintln!("{s}");
     assert!(s.contains("[TOOL] tool_name(arguments) [/TOOL]"), "{s}");
     assert!(s.contains("[TOOL] read_file(path=\"...\") [/TOOL]"), "{s}");
     assert!(
