@@ -53,6 +53,11 @@ impl Sandbox {
         self
     }
 
+    /// Accepts the current `warden.toml` and drop-ins (`warden trust`).
+    pub fn trust(&self) -> String {
+        run_ok(self.warden().arg("trust"))
+    }
+
     /// Copies a compiled guest into `.warden/tools/`.
     pub fn drop_in(&self, guest: &str, name: &str) -> PathBuf {
         let dir = self.ws.join(".warden/tools");

@@ -249,6 +249,7 @@ fn transient_failures_are_retried_and_the_run_succeeds() {
 fn a_server_that_never_answers_times_out() {
     let sb = Sandbox::new();
     sb.policy("[model]\nidle_timeout = \"300ms\"\nmax_attempts = 2\n");
+    sb.trust();
     let mock = MockLlm::start(vec![Reply::Hang, Reply::Hang]);
     let start = std::time::Instant::now();
     let r = warden_run(&sb, &mock, &["hi"]);
@@ -288,6 +289,7 @@ fn unauthorized_is_a_clear_error_without_retry() {
 fn the_text_protocol_runs_calls_written_in_prose() {
     let sb = Sandbox::new();
     sb.policy("[model]\nprotocol = \"text\"\n");
+    sb.trust();
     let reply = "I will write the note and read the file.\n\
         [TOOL] write_file(\"notes, (draft).txt\", \"a \\\"quoted\\\" line\") [/TOOL]\n\
         Then:\n[TOOL] read_file({\"path\": \"hello.txt\"}) [/TOOL]";
@@ -455,6 +457,7 @@ fn tools_run_by_the_agent_never_see_the_api_key() {
     let sb = Sandbox::new();
     sb.drop_in(warden_tests::guests::HOSTILE, "hostile.wasm");
     sb.policy("[tools.env_dump]\n");
+    sb.trust();
     let mock = MockLlm::start(vec![calls(&[("e", "env_dump", "{}")]), answer("ok")]);
     let r = warden_run(&sb, &mock, &["dump the environment"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -536,6 +539,7 @@ fn without_yes_a_non_interactive_run_refuses_writes_and_the_model_sees_it() {
 fn approval_never_runs_writes_without_asking() {
     let sb = Sandbox::new();
     sb.policy("approval = \"never\"\n");
+    sb.trust();
     let mock = MockLlm::start(vec![
         calls(&[("w", "write_file", r#"{"path":"new.txt","content":"x"}"#)]),
         answer("ok"),

@@ -169,28 +169,30 @@ fn tools_call_prints_the_result_and_sets_the_exit_code() {
 fn an_invalid_policy_names_the_line_column_and_expectation() {
     let sb = Sandbox::new();
     sb.policy("[tools.read_file]\nread = \"docs\"\n");
-    for args in [
-        &["tools", "list"][..],
-        &["policy"],
-        &["tools", "call", "read_file", "{}"],
-    ] {
+    // Accepting it fails with the place and what was expected.
+    let r = warden(&sb, &["trust"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("warden.toml at line 2, column 8"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("invalid type: string \"docs\", expected a sequence"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stdout, "");
+    // Untrusted, it is not applied, and every command says why.
+    for args in [&["tools", "list"][..], &["policy"]] {
         let r = warden(&sb, args);
-        assert_eq!(r.code, 2, "{args:?}");
-        assert!(
-            r.stderr.contains("warden.toml at line 2, column 8"),
-            "{}",
-            r.stderr
-        );
-        assert!(
-            r.stderr
-                .contains("invalid type: string \"docs\", expected a sequence"),
-            "{}",
-            r.stderr
-        );
-        assert_eq!(r.stdout, "");
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("line 2, column 8"), "{}", r.stderr);
+        assert!(r.stderr.contains("warden trust"), "{}", r.stderr);
     }
     sb.policy("[tools.read_file]\nwrite = [\".\"]\ntimeout = \"forever\"\n");
-    let r = warden(&sb, &["policy"]);
+    let r = warden(&sb, &["trust"]);
     assert!(
         r.stderr.contains("line 3, column 11") && r.stderr.contains("not a duration"),
         "{}",
@@ -205,6 +207,7 @@ fn policy_prints_every_tools_effective_grants() {
         "[limits]\ntimeout = \"10s\"\n[tools.read_file]\nread = [\"docs\"]\nenv = [\"LANG\"]\nmemory = \"64MiB\"\n\
          [tools.delete]\nenabled = false\n[tools.ghost]\n[tools.grep]\nread = [\"missing\"]\n",
     );
+    sb.trust();
     let r = warden(&sb, &["policy"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let ws = sb.ws.display();

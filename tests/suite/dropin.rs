@@ -23,6 +23,7 @@ fn a_dropped_in_tool_is_listed_and_callable_once_enabled() {
     let sb = Sandbox::new();
     sb.drop_in(guests::UPPERCASE, "uppercase.wasm");
     std::fs::write(sb.ws.join(".warden/tools/corrupt.wasm"), b"\0asm garbage").unwrap();
+    sb.trust();
 
     let (stdout, stderr) = list(&sb);
     let r = row(&stdout, "uppercase");
@@ -44,6 +45,7 @@ fn a_dropped_in_tool_is_listed_and_callable_once_enabled() {
     );
 
     sb.policy("[tools.uppercase]\n");
+    sb.trust();
     let (stdout, _) = list(&sb);
     assert!(row(&stdout, "uppercase").contains("no access"), "{stdout}");
     for name in ["uppercase", "upper"] {
@@ -162,6 +164,7 @@ fn user_tools_load_from_the_xdg_data_folder_and_cannot_be_shadowed() {
     // A workspace component offering the same name is reported, not loaded.
     sb.drop_in(guests::UPPERCASE, "uppercase-again.wasm");
     sb.policy("[tools.uppercase]\n");
+    sb.trust();
     let (stdout, stderr) = list(&sb);
     assert!(row(&stdout, "uppercase").contains("user"), "{stdout}");
     assert!(

@@ -95,6 +95,7 @@ fn the_guest_sees_none_of_the_host_environment() {
     let sb = Sandbox::new();
     sb.drop_in(guests::HOSTILE, "hostile.wasm");
     sb.policy("[tools.env_dump]\n");
+    sb.trust();
     let run = |sb: &Sandbox| {
         run_ok(
             sb.warden()
@@ -109,6 +110,7 @@ fn the_guest_sees_none_of_the_host_environment() {
 
     // Only a variable granted by name is passed, and nothing else.
     sb.policy("[tools.env_dump]\nenv = [\"WARDEN_TEST_VISIBLE\"]\n");
+    sb.trust();
     let out = run(&sb);
     assert!(out.starts_with("count=1\n"), "{out}");
     assert!(out.contains("WARDEN_TEST_VISIBLE=granted-value"), "{out}");

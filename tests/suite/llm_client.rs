@@ -439,6 +439,9 @@ async fn a_stalled_stream_times_out_between_chunks() {
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
+        // A safety net: the client closing the connection ends this thread.
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let mut buf = [0u8; 4096];
         let _ = conn.read(&mut buf);
         let event = format!("data: {}\n\n", chunk::text("partial"));
@@ -470,7 +473,17 @@ async fn a_stalled_stream_times_out_between_chunks() {
         start.elapsed()
     );
     assert_eq!(events, [Ev::Text("partial".into())]);
-    server.join().unwrap();
+    // Joined off the runtime thread, which must stay free to close the
+    // abandoned connection: that is what ends the server thread.
+    let closed_at = tokio::task::spawn_blocking(move || {
+        server.join().unwrap();
+        Instant::now()
+    });
+    let closed_after = closed_at.await.unwrap() - start;
+    assert!(
+        closed_after < Duration::from_secs(5),
+        "connection left open"
+    );
 }
 
 #[tokio::test]

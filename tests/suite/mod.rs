@@ -8,3 +8,4 @@ mod fs_tools;
 mod fs_tools_tree;
 mod hostile;
 mod llm_client;
+mod trust;

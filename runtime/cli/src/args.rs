@@ -49,6 +49,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what warden.toml and .warden/tools would grant, compared with
+    /// what was last accepted, and accept it.
+    Trust {
+        /// Print the accepted state instead.
+        #[arg(long)]
+        show: bool,
+    },
     /// Show every tool's effective grants in this workspace.
     Policy {
         /// Print JSON instead of a table.

@@ -8,6 +8,7 @@ mod render;
 mod runner;
 mod style;
 mod tools_cmd;
+mod trust_cmd;
 mod workspace;
 
 use std::io::Write;
@@ -37,6 +38,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<u8> {
+    if let args::Command::Trust { show } = cli.command {
+        return trust_cmd::run(cli.workspace.as_deref(), show);
+    }
     let ws = workspace::Workspace::open(cli.workspace.as_deref())?;
     match cli.command {
         args::Command::Tools { command } => tools_cmd::run(&ws, command),
@@ -49,6 +53,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         } => agent_cmd::run(&ws, task, json, &model, resume.as_deref()),
         args::Command::Chat { resume, model } => agent_cmd::chat(&ws, &model, resume.as_deref()),
         args::Command::Sessions { json } => agent_cmd::sessions(&ws, json),
+        args::Command::Trust { .. } => unreachable!("handled above"),
     }
 }
 

@@ -1,11 +1,19 @@
-//! The workspace: its root, policy, tool folders, and the loaded toolset.
+//! The workspace: its root, its trusted policy, tool folders, the toolset.
+//!
+//! `warden.toml` and `.warden/tools/` live inside the workspace, where a
+//! cloned repository or the model itself can change them. So they apply only
+//! as last accepted with `warden trust` (a per-user record outside the
+//! workspace); anything new or changed is reported and ignored.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use warden_policy::{Origin, Policy};
+use warden_policy::{Origin, POLICY_FILE, Policy, TrustStore, decide, sha256_hex};
 use warden_sandbox::{ComponentSource, HostConfig, ToolHost, Toolset};
+
+use crate::agent_cmd::ConfigError;
 
 /// Built-in components, embedded at build time (see build.rs).
 const BUILTINS: &[(&str, &[u8])] = &[("fs", include_bytes!(env!("WARDEN_BUILTIN_FS")))];
@@ -16,12 +24,40 @@ pub const WORKSPACE_TOOLS: &str = ".warden/tools";
 /// A workspace and where its tools come from.
 pub struct Workspace {
     pub root: PathBuf,
+    /// The policy in force: the trusted one, or safe defaults.
     pub policy: Policy,
+    /// Drop-in files (by name) that may load: `None` loads them all.
+    allowed: Option<BTreeSet<String>>,
+    /// The current `warden.toml` text, if any.
+    pub policy_text: Option<String>,
+}
+
+/// The per-user trust store.
+pub fn trust_store() -> anyhow::Result<TrustStore> {
+    let dir = dirs::state_dir()
+        .or_else(dirs::data_local_dir)
+        .context("no per-user state folder (set XDG_STATE_HOME or HOME)")?;
+    Ok(TrustStore::new(dir.join("warden/trust")))
+}
+
+/// Every `*.wasm` in the workspace tools folder with its SHA-256.
+pub fn component_hashes(root: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let (sources, _) = ComponentSource::from_dir(&root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
+    Ok(sources
+        .iter()
+        .map(|s| (file_name(&s.location), sha256_hex(&s.bytes)))
+        .collect())
+}
+
+fn file_name(location: &str) -> String {
+    Path::new(location)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| location.to_string())
 }
 
 impl Workspace {
-    /// Opens `dir` (default: the current directory) and reads its policy.
-    pub fn open(dir: Option<&Path>) -> anyhow::Result<Workspace> {
+    fn root(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         let dir = match dir {
             Some(d) => d.to_path_buf(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -37,9 +73,73 @@ impl Workspace {
             "workspace {} is not a directory",
             root.display()
         );
-        let policy = Policy::load(&root)
-            .context("fix the policy file, or move it away to use the defaults")?;
-        Ok(Workspace { root, policy })
+        Ok(root)
+    }
+
+    fn read_policy(root: &Path) -> anyhow::Result<Option<String>> {
+        let path = root.join(POLICY_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Opens `dir` (default: the current directory) with its trusted policy
+    /// and drop-ins; prints what is ignored and how to accept it.
+    pub fn open(dir: Option<&Path>) -> anyhow::Result<Workspace> {
+        let root = Self::root(dir)?;
+        let policy_text = Self::read_policy(&root)?;
+        let trusted = trust_store()?
+            .load(&root)
+            .map_err(|e| ConfigError(format!("{e:#}")))?;
+        let decision = decide(
+            trusted.as_ref(),
+            policy_text.as_deref(),
+            &component_hashes(&root)?,
+        );
+        let path = root.join(POLICY_FILE);
+        let policy = match &decision.use_policy_text {
+            Some(text) => Policy::parse(text, &path, &root)
+                .context("fix the policy file, or move it away to use the defaults")?,
+            None => Policy::defaults(&root),
+        };
+        for n in &decision.notices {
+            eprintln!("note: {n}");
+        }
+        // An untrusted file is not applied, but its mistakes are worth knowing now.
+        if let Some(text) = policy_text
+            .as_deref()
+            .filter(|t| decision.use_policy_text.as_deref() != Some(*t))
+        {
+            if let Err(e) = Policy::parse(text, &path, &root) {
+                eprintln!("note: the untrusted {POLICY_FILE} is also invalid: {e}");
+            }
+        }
+        Ok(Workspace {
+            root,
+            policy,
+            allowed: Some(decision.allowed_components),
+            policy_text,
+        })
+    }
+
+    /// Opens `dir` with its current policy and every drop-in, trusted or
+    /// not: what `warden trust` would accept.
+    pub fn open_current(dir: Option<&Path>) -> anyhow::Result<Workspace> {
+        let root = Self::root(dir)?;
+        let policy_text = Self::read_policy(&root)?;
+        let policy = match &policy_text {
+            Some(text) => Policy::parse(text, &root.join(POLICY_FILE), &root)
+                .map_err(|e| ConfigError(format!("{e}")))?,
+            None => Policy::defaults(&root),
+        };
+        Ok(Workspace {
+            root,
+            policy,
+            allowed: None,
+            policy_text,
+        })
     }
 
     /// The per-user tools folder (XDG data dir).
@@ -47,7 +147,7 @@ impl Workspace {
         dirs::data_dir().map(|d| d.join("warden/tools"))
     }
 
-    /// Loads every tool component and joins it with the policy.
+    /// Loads every allowed tool component and joins it with the policy.
     pub fn toolset(&self) -> anyhow::Result<Toolset> {
         let cache_dir = dirs::cache_dir().map(|d| d.join("warden/compiled"));
         let mut host = ToolHost::new(HostConfig {
@@ -60,16 +160,19 @@ impl Workspace {
                 .map(|(name, bytes)| ComponentSource::builtin(name, bytes)),
         );
         // User tools before workspace ones: a cloned repository cannot shadow them.
-        let mut folders = Vec::new();
         if let Some(user) = Self::user_tools_dir() {
-            folders.push((user, Origin::User));
-        }
-        folders.push((self.root.join(WORKSPACE_TOOLS), Origin::Workspace));
-        for (dir, origin) in folders {
-            let (sources, problems) = ComponentSource::from_dir(&dir, origin)?;
+            let (sources, problems) = ComponentSource::from_dir(&user, Origin::User)?;
             host.add_problems(problems);
             host.load(sources);
         }
+        let (sources, problems) =
+            ComponentSource::from_dir(&self.root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
+        host.add_problems(problems);
+        host.load(sources.into_iter().filter(|s| {
+            self.allowed
+                .as_ref()
+                .is_none_or(|a| a.contains(&file_name(&s.location)))
+        }));
         Ok(Toolset::new(Arc::new(host), &self.policy))
     }
 }

@@ -21,11 +21,15 @@
 mod error;
 mod file;
 mod grants;
+mod trust;
 mod units;
 
 pub use error::{Error, Result};
 pub use file::{ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
 pub use grants::{DirGrant, Grants, Limits, Origin, Policy, load_user_config};
+pub use trust::{
+    Change, ComponentEntry, Decision, ToolGrants, TrustState, TrustStore, decide, diff, sha256_hex,
+};
 pub use units::{parse_duration, parse_size};
 
 /// File name of the workspace policy.

@@ -131,9 +131,9 @@ struct RecordOut<'a> {
     state: &'a TrustState,
 }
 
+/// `format` is checked through [`RecordHead`] before this is parsed.
 #[derive(Deserialize)]
 struct RecordIn {
-    format: u32,
     workspace: String,
     state: TrustState,
 }
@@ -180,7 +180,7 @@ impl TrustStore {
         }
         let record: RecordIn = serde_json::from_str(&text)
             .map_err(|e| corrupt(format!("corrupt trust record ({e})")))?;
-        if record.format != FORMAT || record.workspace != ws {
+        if record.workspace != ws {
             return Err(corrupt(format!(
                 "trust record is for {}, not {ws}",
                 record.workspace
@@ -206,7 +206,10 @@ impl TrustStore {
         // Unique per process and call: two warden processes (or threads)
         // saving at once must not write into the same temporary file.
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("record");
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("record");
         let tmp = self.dir.join(format!(
             ".{name}.{}.{}.tmp",
             std::process::id(),
@@ -284,7 +287,7 @@ pub struct Decision {
 ///
 /// This compares hashes only. The same policy text can still grant more than
 /// it did (a granted directory replaced by a symlink elsewhere), so callers
-/// should also [`diff`] the trusted `tools` against the current ones.
+/// should also [`diff()`] the trusted `tools` against the current ones.
 pub fn decide(
     trusted: Option<&TrustState>,
     policy_text: Option<&str>,
@@ -321,10 +324,7 @@ pub fn decide(
             .filter(|t| Some(sha256_hex(t.as_bytes())) == trusted.policy_hash)
     };
     let mut allowed_components = BTreeSet::new();
-    let files: BTreeSet<&String> = components
-        .keys()
-        .chain(trusted.components.keys())
-        .collect();
+    let files: BTreeSet<&String> = components.keys().chain(trusted.components.keys()).collect();
     for file in files {
         match (trusted.components.get(file), components.get(file)) {
             (Some(t), Some(hash)) if t.hash == *hash => {

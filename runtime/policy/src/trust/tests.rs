@@ -1,0 +1,420 @@
+use super::*;
+use crate::{Limits, Policy};
+
+fn state_with(policy: Option<&str>, components: &[(&str, &str)]) -> TrustState {
+    TrustState {
+        policy_hash: policy.map(|t| sha256_hex(t.as_bytes())),
+        policy_text: policy.map(str::to_string),
+        components: components
+            .iter()
+            .map(|(file, hash)| {
+                let tool = file.trim_end_matches(".wasm").to_string();
+                let entry = ComponentEntry {
+                    hash: hash.to_string(),
+                    tools: vec![tool],
+                };
+                (file.to_string(), entry)
+            })
+            .collect(),
+        tools: BTreeMap::new(),
+    }
+}
+
+fn current(components: &[(&str, &str)]) -> BTreeMap<String, String> {
+    components
+        .iter()
+        .map(|(f, h)| (f.to_string(), h.to_string()))
+        .collect()
+}
+
+fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolGrants {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    let d = Limits::default();
+    ToolGrants {
+        origin: origin.to_string(),
+        read: strings(read),
+        write: strings(write),
+        env: strings(env),
+        network: Vec::new(),
+        memory: d.memory,
+        timeout_ms: d.timeout.as_millis() as u64,
+        output: d.output,
+    }
+}
+
+fn lines(changes: &[Change]) -> Vec<String> {
+    changes.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn sha256_is_lowercase_hex() {
+    assert_eq!(
+        sha256_hex(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+}
+
+#[test]
+fn from_grants_splits_dirs_and_sorts() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("docs")).unwrap();
+    std::fs::create_dir(ws.path().join("out")).unwrap();
+    let text = "[tools.probe]\nread = [\"docs\"]\nwrite = [\"out\"]\nenv = [\"TERM\", \"LANG\"]\n\
+                timeout = \"500ms\"\n";
+    let policy = Policy::parse(text, &ws.path().join(POLICY_FILE), ws.path()).unwrap();
+    let (g, _) = policy.grants_for("probe", Origin::Workspace).unwrap();
+    let t = ToolGrants::from_grants(Origin::Workspace, &g);
+    let root = ws.path().canonicalize().unwrap();
+    assert_eq!(t.origin, "workspace");
+    assert_eq!(t.read, vec![root.join("docs").display().to_string()]);
+    assert_eq!(t.write, vec![root.join("out").display().to_string()]);
+    assert_eq!(t.env, vec!["LANG", "TERM"]);
+    assert_eq!(t.timeout_ms, 500);
+    assert_eq!(t.memory, Limits::default().memory);
+}
+
+#[test]
+fn save_load_round_trip() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let store = TrustStore::new(store_dir.path().join("warden/trust"));
+    assert_eq!(store.load(ws.path()).unwrap(), None);
+
+    let mut state = state_with(Some("[tools.up]\n"), &[("up.wasm", "aa")]);
+    state.tools.insert(
+        "up".into(),
+        grants("workspace", &["/r"], &["/w"], &["LANG"]),
+    );
+    store.save(ws.path(), &state).unwrap();
+    assert_eq!(store.load(ws.path()).unwrap(), Some(state.clone()));
+    // Another spelling of the same directory finds the same record.
+    assert_eq!(
+        store.load(&ws.path().join(".")).unwrap(),
+        Some(state.clone())
+    );
+
+    // One file, named by the canonical path, naming the workspace for humans;
+    // no temporary file left behind.
+    let canon = ws.path().canonicalize().unwrap();
+    let files: Vec<_> = std::fs::read_dir(store_dir.path().join("warden/trust"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let name = format!("{}.json", sha256_hex(canon.as_os_str().as_encoded_bytes()));
+    assert_eq!(files, vec![name.clone()]);
+    let text = std::fs::read_to_string(store_dir.path().join("warden/trust").join(&name)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["workspace"], canon.display().to_string());
+
+    // Saving again replaces the record.
+    let other = TrustState::default();
+    store.save(ws.path(), &other).unwrap();
+    assert_eq!(store.load(ws.path()).unwrap(), Some(other));
+}
+
+#[test]
+fn corrupt_record_is_an_error_naming_the_file() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let store = TrustStore::new(store_dir.path().to_path_buf());
+    store.save(ws.path(), &TrustState::default()).unwrap();
+    let file = std::fs::read_dir(store_dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&file, "{\"format\": 1, \"state\": ").unwrap();
+    let err = store.load(ws.path()).unwrap_err();
+    assert!(matches!(err, Error::Invalid { ref path, .. } if *path == file));
+    let msg = err.to_string();
+    assert!(msg.contains(&file.display().to_string()), "{msg}");
+    assert!(msg.contains("corrupt"), "{msg}");
+    assert!(
+        msg.contains("delete") && msg.contains("`warden trust`"),
+        "{msg}"
+    );
+
+    std::fs::write(&file, "{\"format\": 7}").unwrap();
+    let msg = store.load(ws.path()).unwrap_err().to_string();
+    assert!(msg.contains("format 7"), "{msg}");
+}
+
+#[test]
+fn decide_never_trusted_uses_safe_defaults() {
+    let none = decide(None, None, &BTreeMap::new());
+    assert_eq!(none, Decision::default());
+
+    let d = decide(
+        None,
+        Some("[tools.evil]\n"),
+        &current(&[("evil.wasm", "ee")]),
+    );
+    assert_eq!(d.use_policy_text, None);
+    assert!(d.allowed_components.is_empty());
+    assert_eq!(d.notices.len(), 1);
+    let n = &d.notices[0];
+    assert!(n.contains("not trusted"), "{n}");
+    assert!(
+        n.contains("warden.toml") && n.contains(".warden/tools/evil.wasm"),
+        "{n}"
+    );
+    assert!(n.contains("`warden trust`"), "{n}");
+}
+
+#[test]
+fn decide_trusted_and_unchanged_runs_everything() {
+    let text = "[tools.up]\n";
+    let trusted = state_with(Some(text), &[("up.wasm", "aa")]);
+    let d = decide(Some(&trusted), Some(text), &current(&[("up.wasm", "aa")]));
+    assert_eq!(d.use_policy_text.as_deref(), Some(text));
+    assert_eq!(
+        d.allowed_components,
+        BTreeSet::from(["up.wasm".to_string()])
+    );
+    assert!(d.notices.is_empty(), "{:?}", d.notices);
+
+    // Trusted without any file: still nothing to say.
+    let d = decide(Some(&TrustState::default()), None, &BTreeMap::new());
+    assert_eq!(d, Decision::default());
+}
+
+#[test]
+fn decide_policy_changed_keeps_the_trusted_text() {
+    let old = "[tools.up]\nread = [\".\"]\n";
+    let trusted = state_with(Some(old), &[]);
+    let d = decide(
+        Some(&trusted),
+        Some("[tools.up]\nwrite = [\"/\"]\n"),
+        &BTreeMap::new(),
+    );
+    assert_eq!(d.use_policy_text.as_deref(), Some(old));
+    assert_eq!(d.notices.len(), 1);
+    assert!(
+        d.notices[0].contains("warden.toml changed"),
+        "{:?}",
+        d.notices
+    );
+    assert!(d.notices[0].contains("last trusted version"));
+    assert!(d.notices[0].contains("`warden trust`"));
+
+    // A file that appeared after trusting a workspace without one.
+    let d = decide(
+        Some(&TrustState::default()),
+        Some("approval = \"never\"\n"),
+        &BTreeMap::new(),
+    );
+    assert_eq!(d.use_policy_text, None);
+    assert!(
+        d.notices[0].contains("warden.toml is new"),
+        "{:?}",
+        d.notices
+    );
+
+    // A removed file: the last accepted text still applies until accepted.
+    let d = decide(Some(&trusted), None, &BTreeMap::new());
+    assert_eq!(d.use_policy_text.as_deref(), Some(old));
+    assert!(d.notices[0].contains("removed"), "{:?}", d.notices);
+
+    // A record whose text does not match its hash is not used.
+    let mut damaged = trusted.clone();
+    damaged.policy_text = Some("[tools.up]\nwrite = [\"/\"]\n".into());
+    let d = decide(Some(&damaged), Some("other"), &BTreeMap::new());
+    assert_eq!(d.use_policy_text, None);
+}
+
+#[test]
+fn decide_new_component_is_ignored() {
+    let trusted = state_with(None, &[("up.wasm", "aa")]);
+    let d = decide(
+        Some(&trusted),
+        None,
+        &current(&[("up.wasm", "aa"), ("evil.wasm", "ee")]),
+    );
+    assert_eq!(
+        d.allowed_components,
+        BTreeSet::from(["up.wasm".to_string()])
+    );
+    assert_eq!(
+        d.notices,
+        vec![
+            "ignoring .warden/tools/evil.wasm: new since you trusted this workspace; run \
+             `warden trust` to allow it"
+        ]
+    );
+
+    // A copy of a trusted component under another name is new too.
+    let d = decide(
+        Some(&trusted),
+        None,
+        &current(&[("up.wasm", "aa"), ("up2.wasm", "aa")]),
+    );
+    assert_eq!(
+        d.allowed_components,
+        BTreeSet::from(["up.wasm".to_string()])
+    );
+}
+
+#[test]
+fn decide_changed_component_is_ignored() {
+    let trusted = state_with(None, &[("up.wasm", "aa"), ("x.wasm", "11")]);
+    let d = decide(
+        Some(&trusted),
+        None,
+        &current(&[("up.wasm", "aa"), ("x.wasm", "22")]),
+    );
+    assert_eq!(
+        d.allowed_components,
+        BTreeSet::from(["up.wasm".to_string()])
+    );
+    assert_eq!(d.notices.len(), 1);
+    assert!(
+        d.notices[0].starts_with("ignoring .warden/tools/x.wasm: changed"),
+        "{:?}",
+        d.notices
+    );
+}
+
+#[test]
+fn decide_removed_component_is_reported() {
+    let trusted = state_with(None, &[("up.wasm", "aa"), ("x.wasm", "11")]);
+    let d = decide(Some(&trusted), None, &current(&[("up.wasm", "aa")]));
+    assert_eq!(
+        d.allowed_components,
+        BTreeSet::from(["up.wasm".to_string()])
+    );
+    assert_eq!(d.notices.len(), 1);
+    assert!(
+        d.notices[0].contains(".warden/tools/x.wasm was removed"),
+        "{:?}",
+        d.notices
+    );
+}
+
+#[test]
+fn diff_of_equal_states_is_empty() {
+    let mut s = state_with(Some("x"), &[("up.wasm", "aa")]);
+    s.tools
+        .insert("up".into(), grants("workspace", &["/r"], &[], &[]));
+    assert!(diff(&s, &s.clone()).is_empty());
+}
+
+#[test]
+fn diff_policy_and_components() {
+    let a = "a".repeat(64);
+    let b = "b".repeat(64);
+    let before = state_with(Some("old"), &[("gone.wasm", &a), ("x.wasm", &a)]);
+    let mut after = state_with(Some("new"), &[("evil.wasm", "abcd1234ff"), ("x.wasm", &b)]);
+    after.components.get_mut("evil.wasm").unwrap().tools = vec!["evil".into(), "worse".into()];
+    let changes = diff(&before, &after);
+    assert_eq!(
+        changes[0],
+        Change::PolicyChanged {
+            from: before.policy_hash.clone(),
+            to: after.policy_hash.clone()
+        }
+    );
+    let old = &before.policy_hash.as_ref().unwrap()[..8];
+    let new = &after.policy_hash.as_ref().unwrap()[..8];
+    assert_eq!(
+        lines(&changes),
+        vec![
+            format!("~ warden.toml sha256:{old}… → sha256:{new}…"),
+            "+ component evil.wasm sha256:abcd1234… (tools: evil, worse)".to_string(),
+            "- component gone.wasm".to_string(),
+            "~ component x.wasm sha256:aaaaaaaa… → sha256:bbbbbbbb…".to_string(),
+        ]
+    );
+    assert!(matches!(&changes[3], Change::ComponentChanged { file, .. } if file == "x.wasm"));
+
+    let added = diff(&TrustState::default(), &state_with(Some("new"), &[]));
+    assert_eq!(lines(&added), vec![format!("+ warden.toml sha256:{new}…")]);
+    let removed = diff(&state_with(Some("new"), &[]), &TrustState::default());
+    assert_eq!(lines(&removed), vec!["- warden.toml"]);
+}
+
+#[test]
+fn diff_tools() {
+    let mut before = TrustState::default();
+    let mut after = TrustState::default();
+    before
+        .tools
+        .insert("gone".into(), grants("builtin", &[], &["/ws"], &[]));
+    before.tools.insert(
+        "read_file".into(),
+        grants("builtin", &["/", "/ws/docs"], &[], &[]),
+    );
+    before.tools.insert(
+        "write_file".into(),
+        grants("builtin", &[], &["/ws"], &["HOME"]),
+    );
+    after.tools.insert(
+        "uppercase".into(),
+        grants("workspace", &[], &["/abs/out"], &["LANG"]),
+    );
+    let mut rf = grants("builtin", &["/ws/docs"], &["/"], &[]);
+    rf.memory = 1 << 30;
+    rf.timeout_ms = 1500;
+    rf.network = vec!["example.com".into()];
+    after.tools.insert("read_file".into(), rf);
+    let mut wf = grants("builtin", &[], &["/ws"], &["LANG"]);
+    wf.output = 1 << 20;
+    after.tools.insert("write_file".into(), wf);
+
+    let changes = diff(&before, &after);
+    assert_eq!(
+        lines(&changes),
+        vec![
+            "- tool gone",
+            "- read_file: read-only /",
+            "+ read_file: read-write /",
+            "+ read_file: network example.com",
+            "~ read_file: memory 256MiB → 1GiB",
+            "~ read_file: timeout 30s → 1500ms",
+            "+ tool uppercase (workspace): read-write /abs/out, env LANG",
+            "- write_file: env HOME",
+            "+ write_file: env LANG",
+            "~ write_file: output 256KiB → 1MiB",
+        ]
+    );
+    // read-only → read-write of one directory: the loss, then the gain.
+    assert!(matches!(&changes[1], Change::DirLost { path, write: false, .. } if path == "/"));
+    assert!(matches!(&changes[2], Change::DirGained { path, write: true, .. } if path == "/"));
+    let memory = Change::LimitChanged {
+        tool: "read_file".into(),
+        limit: "memory",
+        from: "256MiB".into(),
+        to: "1GiB".into(),
+    };
+    assert_eq!(changes[4], memory);
+
+    // The reverse shows the losses.
+    let back = lines(&diff(&after, &before));
+    assert!(back.contains(&"- read_file: network example.com".to_string()));
+    assert!(back.contains(&"+ tool gone (builtin): read-write /ws".to_string()));
+    assert!(back.contains(&"- tool uppercase".to_string()));
+}
+
+#[test]
+fn diff_origin_change_is_a_new_tool() {
+    let mut before = TrustState::default();
+    let mut after = TrustState::default();
+    before
+        .tools
+        .insert("read_file".into(), grants("builtin", &[], &["/ws"], &[]));
+    let mut g = grants("workspace", &[], &[], &[]);
+    g.memory = 64 << 20;
+    after.tools.insert("read_file".into(), g);
+    assert_eq!(
+        lines(&diff(&before, &after)),
+        vec![
+            "- tool read_file",
+            "+ tool read_file (workspace): no access, memory 64MiB",
+        ]
+    );
+    after.tools.get_mut("read_file").unwrap().memory = Limits::default().memory;
+    assert_eq!(
+        lines(&diff(&before, &after))[1],
+        "+ tool read_file (workspace): no access"
+    );
+}
