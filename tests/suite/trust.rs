@@ -140,7 +140,8 @@ fn a_fresh_clone_with_a_hostile_policy_runs_with_safe_defaults() {
     let r = run(sb.warden().arg("policy"));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("this workspace is not trusted: ignoring warden.toml"),
+        r.stderr
+            .contains("this workspace is not trusted: ignoring warden.toml"),
         "says it is untrusted: {}",
         r.stderr
     );

@@ -33,17 +33,16 @@ impl ToolRunner for SandboxRunner {
 
     fn call(&self, name: &str, arguments: &str) -> ToolResult {
         // Unknown tools are not asked about: the sandbox answers them.
-        if let Some((info, _)) = self.tools.find(name) {
-            if let Verdict::Refuse(output) =
+        if let Some((info, _)) = self.tools.find(name)
+            && let Verdict::Refuse(output) =
                 self.approver
                     .check(&info.spec.name, info.spec.mutates, arguments)
-            {
-                return ToolResult {
-                    ok: false,
-                    output,
-                    duration: Duration::ZERO,
-                };
-            }
+        {
+            return ToolResult {
+                ok: false,
+                output,
+                duration: Duration::ZERO,
+            };
         }
         let outcome = self.tools.call(name, arguments);
         ToolResult {

@@ -31,10 +31,10 @@ fn current_state(dir: Option<&Path>) -> anyhow::Result<(Workspace, TrustState)> 
         let file = Path::new(&info.location)
             .file_name()
             .map(|f| f.to_string_lossy().into_owned());
-        if let Some(entry) = file.and_then(|f| components.get_mut(&f)) {
-            if info.location.starts_with(&ws.root.display().to_string()) {
-                entry.tools.push(info.spec.name.clone());
-            }
+        if let Some(entry) = file.and_then(|f| components.get_mut(&f))
+            && info.location.starts_with(&ws.root.display().to_string())
+        {
+            entry.tools.push(info.spec.name.clone());
         }
     }
     let state = TrustState {

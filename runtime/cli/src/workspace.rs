@@ -111,10 +111,9 @@ impl Workspace {
         if let Some(text) = policy_text
             .as_deref()
             .filter(|t| decision.use_policy_text.as_deref() != Some(*t))
+            && let Err(e) = Policy::parse(text, &path, &root)
         {
-            if let Err(e) = Policy::parse(text, &path, &root) {
-                eprintln!("note: the untrusted {POLICY_FILE} is also invalid: {e}");
-            }
+            eprintln!("note: the untrusted {POLICY_FILE} is also invalid: {e}");
         }
         Ok(Workspace {
             root,
