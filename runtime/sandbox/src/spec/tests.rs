@@ -40,7 +40,7 @@ fn args_are_validated_with_an_actionable_message() {
     assert_eq!(e.kind, ErrorKind::InvalidArgs);
     assert!(e.message.contains("not valid JSON"), "{}", e.message);
     assert!(
-        e.message.contains("{offset?: integer, path: string}"),
+        e.message.contains("{path: string, offset?: integer}"),
         "{}",
         e.message
     );
