@@ -3,6 +3,7 @@
 mod agent_cmd;
 mod approval;
 mod args;
+mod events;
 mod policy_cmd;
 mod render;
 mod runner;

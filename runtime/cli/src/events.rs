@@ -1,0 +1,161 @@
+//! Agent events on the terminal: streamed text on stdout, one line per tool
+//! call on stderr, a spinner while waiting; or one JSON object per line.
+
+use std::io::Write;
+
+use serde_json::json;
+use warden_agent::Event;
+
+use crate::style::{Spinner, paint, stderr_is_fancy};
+
+/// Turns agent events into terminal output (or JSON lines).
+pub struct Renderer {
+    json: bool,
+    fancy: bool,
+    spinner: Option<Spinner>,
+    /// Bytes of answer text printed since the last model call.
+    pub streamed: usize,
+    at_line_start: bool,
+}
+
+impl Renderer {
+    pub fn new(json: bool) -> Renderer {
+        Renderer {
+            json,
+            fancy: stderr_is_fancy(),
+            spinner: None,
+            streamed: 0,
+            at_line_start: true,
+        }
+    }
+
+    pub fn emit(&self, v: serde_json::Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{v}");
+        let _ = out.flush();
+    }
+
+    pub fn stop_spinner(&mut self) {
+        self.spinner = None;
+    }
+
+    pub fn on(&mut self, e: Event<'_>) {
+        match e {
+            Event::Thinking => {
+                self.streamed = 0;
+                if !self.json {
+                    self.spinner = Some(Spinner::start(self.fancy));
+                }
+            }
+            Event::Text(t) => {
+                self.stop_spinner();
+                self.streamed += t.len();
+                if self.json {
+                    self.emit(json!({"type": "text", "text": t}));
+                } else {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(t.as_bytes());
+                    let _ = out.flush();
+                    self.at_line_start = t.ends_with('\n');
+                }
+            }
+            Event::Retry {
+                attempt,
+                wait,
+                reason,
+            } => {
+                self.stop_spinner();
+                if self.json {
+                    self.emit(json!({"type": "retry", "attempt": attempt, "wait_ms": wait.as_millis() as u64, "reason": reason}));
+                } else {
+                    eprintln!(
+                        "{}",
+                        paint(
+                            self.fancy,
+                            "33",
+                            &format!(
+                                "retrying in {:.1}s (attempt {attempt}): {reason}",
+                                wait.as_secs_f64()
+                            )
+                        )
+                    );
+                }
+            }
+            Event::SwitchedToText { reason } => {
+                if self.json {
+                    self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
+                } else {
+                    eprintln!("note: switching to the text tool protocol: {reason}");
+                }
+            }
+            Event::ToolStart {
+                id,
+                name,
+                arguments,
+            } => {
+                self.stop_spinner();
+                if self.json {
+                    self.emit(json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}));
+                }
+            }
+            Event::ToolEnd {
+                id,
+                name,
+                arguments,
+                result,
+            } => {
+                if self.json {
+                    self.emit(json!({
+                        "type": "tool_result", "id": id, "name": name, "ok": result.ok,
+                        "output": result.output, "duration_ms": result.duration.as_millis() as u64,
+                    }));
+                    return;
+                }
+                if !self.at_line_start {
+                    println!();
+                    self.at_line_start = true;
+                }
+                let key = key_argument(arguments);
+                let ms = result.duration.as_millis();
+                let line = if result.ok {
+                    paint(self.fancy, "32", &format!("  ✓ {name} {key} ({ms} ms)"))
+                } else {
+                    let first = result.output.lines().next().unwrap_or("");
+                    paint(
+                        self.fancy,
+                        "31",
+                        &format!("  ✗ {name} {key} ({ms} ms): {}", cut(first, 120)),
+                    )
+                };
+                eprintln!("{line}");
+            }
+            Event::Usage(u) => {
+                if self.json {
+                    self.emit(json!({"type": "usage", "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}));
+                }
+            }
+        }
+    }
+}
+
+/// The argument worth showing for a call: a path, pattern or the first string.
+fn key_argument(arguments: &str) -> String {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(arguments)
+    else {
+        return cut(arguments, 60);
+    };
+    let pick = ["path", "pattern", "from", "url", "command", "text"]
+        .iter()
+        .find_map(|k| map.get(*k).and_then(|v| v.as_str()))
+        .or_else(|| map.values().find_map(|v| v.as_str()));
+    cut(pick.unwrap_or(""), 60)
+}
+
+fn cut(s: &str, max: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max - 1).collect::<String>())
+    }
+}
