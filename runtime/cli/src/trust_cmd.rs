@@ -7,14 +7,14 @@ use std::path::Path;
 
 use warden_policy::{ComponentEntry, ToolGrants, TrustState, diff, sha256_hex};
 
-use crate::workspace::{Workspace, component_hashes, trust_store};
+use crate::workspace::{Workspace, trust_store};
 
 /// The state `warden trust` would record for the files as they are now.
 fn current_state(dir: Option<&Path>) -> anyhow::Result<(Workspace, TrustState)> {
     let ws = Workspace::open_current(dir)?;
     let tools = ws.toolset()?;
     crate::render::warnings(&tools);
-    let hashes = component_hashes(&ws.root)?;
+    let hashes = ws.drop_in_hashes();
     let mut components: BTreeMap<String, ComponentEntry> = hashes
         .into_iter()
         .map(|(file, hash)| {

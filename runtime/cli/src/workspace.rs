@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use warden_policy::{Origin, POLICY_FILE, Policy, TrustStore, decide, sha256_hex};
-use warden_sandbox::{ComponentSource, HostConfig, ToolHost, Toolset};
+use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost, Toolset};
 
 use crate::agent_cmd::ConfigError;
 
@@ -30,6 +30,8 @@ pub struct Workspace {
     allowed: Option<BTreeSet<String>>,
     /// The current `warden.toml` text, if any.
     pub policy_text: Option<String>,
+    /// `.warden/tools/*.wasm`, read once per start, and the unreadable ones.
+    drop_ins: (Vec<ComponentSource>, Vec<LoadProblem>),
 }
 
 /// The per-user trust store.
@@ -40,13 +42,11 @@ pub fn trust_store() -> anyhow::Result<TrustStore> {
     Ok(TrustStore::new(dir.join("warden/trust")))
 }
 
-/// Every `*.wasm` in the workspace tools folder with its SHA-256.
-pub fn component_hashes(root: &Path) -> anyhow::Result<BTreeMap<String, String>> {
-    let (sources, _) = ComponentSource::from_dir(&root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
-    Ok(sources
-        .iter()
-        .map(|s| (file_name(&s.location), sha256_hex(&s.bytes)))
-        .collect())
+fn read_drop_ins(root: &Path) -> anyhow::Result<(Vec<ComponentSource>, Vec<LoadProblem>)> {
+    Ok(ComponentSource::from_dir(
+        &root.join(WORKSPACE_TOOLS),
+        Origin::Workspace,
+    )?)
 }
 
 fn file_name(location: &str) -> String {
@@ -93,11 +93,9 @@ impl Workspace {
         let trusted = trust_store()?
             .load(&root)
             .map_err(|e| ConfigError(format!("{e:#}")))?;
-        let decision = decide(
-            trusted.as_ref(),
-            policy_text.as_deref(),
-            &component_hashes(&root)?,
-        );
+        let drop_ins = read_drop_ins(&root)?;
+        let hashes = Self::hashes(&drop_ins.0);
+        let decision = decide(trusted.as_ref(), policy_text.as_deref(), &hashes);
         let path = root.join(POLICY_FILE);
         let policy = match &decision.use_policy_text {
             Some(text) => Policy::parse(text, &path, &root)
@@ -120,6 +118,7 @@ impl Workspace {
             policy,
             allowed: Some(decision.allowed_components),
             policy_text,
+            drop_ins,
         })
     }
 
@@ -133,12 +132,26 @@ impl Workspace {
                 .map_err(|e| ConfigError(format!("{e}")))?,
             None => Policy::defaults(&root),
         };
+        let drop_ins = read_drop_ins(&root)?;
         Ok(Workspace {
             root,
             policy,
             allowed: None,
             policy_text,
+            drop_ins,
         })
+    }
+
+    fn hashes(sources: &[ComponentSource]) -> BTreeMap<String, String> {
+        sources
+            .iter()
+            .map(|s| (file_name(&s.location), sha256_hex(&s.bytes)))
+            .collect()
+    }
+
+    /// Every drop-in file name with its SHA-256, trusted or not.
+    pub fn drop_in_hashes(&self) -> BTreeMap<String, String> {
+        Self::hashes(&self.drop_ins.0)
     }
 
     /// The per-user tools folder (XDG data dir).
@@ -164,14 +177,18 @@ impl Workspace {
             host.add_problems(problems);
             host.load(sources);
         }
-        let (sources, problems) =
-            ComponentSource::from_dir(&self.root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
-        host.add_problems(problems);
-        host.load(sources.into_iter().filter(|s| {
-            self.allowed
-                .as_ref()
-                .is_none_or(|a| a.contains(&file_name(&s.location)))
-        }));
+        let (sources, problems) = &self.drop_ins;
+        host.add_problems(problems.iter().cloned());
+        host.load(
+            sources
+                .iter()
+                .filter(|s| {
+                    self.allowed
+                        .as_ref()
+                        .is_none_or(|a| a.contains(&file_name(&s.location)))
+                })
+                .cloned(),
+        );
         Ok(Toolset::new(Arc::new(host), &self.policy))
     }
 }

@@ -17,6 +17,9 @@ pub enum Error {
         column: usize,
         message: String,
     },
+    /// A record could not be written.
+    #[error("cannot write {path}: {message}; check that the folder is writable")]
+    Write { path: PathBuf, message: String },
     /// The file parsed but says something impossible.
     #[error("invalid {path}: {message}")]
     Invalid { path: PathBuf, message: String },

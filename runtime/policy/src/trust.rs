@@ -259,7 +259,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// The policy error type has no write variant; `Invalid` carries the cause.
 fn write_error(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Invalid {
+    Error::Write {
         path: path.to_path_buf(),
         message: format!("cannot save the trust record: {e}"),
     }

@@ -8,7 +8,6 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -36,15 +35,6 @@ pub(crate) struct CompileCache {
     dir: Option<PathBuf>,
     engine_key: String,
     pub(crate) stats: CacheStats,
-}
-
-/// SHA-256 of a component, hex.
-pub fn component_hash(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl CompileCache {

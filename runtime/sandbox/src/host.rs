@@ -11,7 +11,7 @@ use wasmtime::component::Linker;
 use wasmtime::{Engine, Store, Trap};
 
 use crate::bindings::{ComponentPre, GuestError};
-use crate::cache::{CacheStats, CompileCache, component_hash};
+use crate::cache::{CacheStats, CompileCache};
 use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
@@ -125,7 +125,7 @@ impl ToolHost {
     }
 
     fn load_one(&mut self, source: &ComponentSource) -> std::result::Result<(), String> {
-        let hash = component_hash(&source.bytes);
+        let hash = warden_policy::sha256_hex(&source.bytes);
         let component = self
             .cache
             .load(&self.engine, &hash, &source.bytes)

@@ -31,7 +31,7 @@ mod spec;
 mod toolset;
 mod wasi;
 
-pub use cache::{CacheStats, component_hash};
+pub use cache::CacheStats;
 pub use error::{Error, Result};
 pub use host::{HostConfig, LoadProblem, ToolHost, ToolInfo};
 pub use outcome::{CallOutcome, ErrorKind, ToolError};

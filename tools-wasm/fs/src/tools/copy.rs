@@ -50,15 +50,7 @@ fn run(args: &str) -> Result<String, ToolError> {
     let (from_resolved, to_resolved) = paths::resolve_pair(from, to)?;
     let (from, to) = (from_resolved.as_str(), to_resolved.as_str());
     check_pair(from, to, "copy")?;
-    let src = read_op(from, fs::symlink_metadata(from))?;
-    if !src.is_dir() && to.ends_with('/') {
-        let name = Path::new(from).file_name().map(|n| n.to_string_lossy());
-        return Err(invalid(format!(
-            "to must be the full destination path, not a directory: for example \
-             to=\"{to}{}\"",
-            name.unwrap_or_default()
-        )));
-    }
+    let src = source_metadata(from, to)?;
     if src.is_dir() && is_within(&normalize(to), &normalize(from)) {
         return Err(invalid(format!(
             "cannot copy directory {from} into itself ({to})"
@@ -114,6 +106,21 @@ fn run(args: &str) -> Result<String, ToolError> {
 }
 
 /// Checks shared by copy and move: the two paths must differ.
+/// The metadata of `from` (not following a link), refusing a directory-like
+/// `to` for a file source: copy and move need the full destination path.
+pub fn source_metadata(from: &str, to: &str) -> Result<fs::Metadata, ToolError> {
+    let src = read_op(from, fs::symlink_metadata(from))?;
+    if !src.is_dir() && to.ends_with('/') {
+        let name = Path::new(from).file_name().map(|n| n.to_string_lossy());
+        return Err(invalid(format!(
+            "to must be the full destination path, not a directory: for example \
+             to=\"{to}{}\"",
+            name.unwrap_or_default()
+        )));
+    }
+    Ok(src)
+}
+
 pub fn check_pair(from: &str, to: &str, verb: &str) -> Result<(), ToolError> {
     if normalize(from) == normalize(to) {
         return Err(invalid(format!(

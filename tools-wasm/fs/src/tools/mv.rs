@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::copy::{check_pair, copy_entry, copy_tree};
+use super::copy::{check_pair, copy_entry, copy_tree, source_metadata};
 use super::delete::remove_contents;
 use super::{Counts, create_parents, kind_name, lstat, read_op, write_op};
 use crate::Tool;
@@ -51,15 +51,7 @@ fn run(args: &str) -> Result<String, ToolError> {
     let (from, to) = (from_resolved.as_str(), to_resolved.as_str());
     paths::refuse_grant_root("move", from)?;
     check_pair(from, to, "move")?;
-    let src = read_op(from, fs::symlink_metadata(from))?;
-    if !src.is_dir() && to.ends_with('/') {
-        let name = Path::new(from).file_name().map(|n| n.to_string_lossy());
-        return Err(invalid(format!(
-            "to must be the full destination path, not a directory: for example \
-             to=\"{to}{}\"",
-            name.unwrap_or_default()
-        )));
-    }
+    let src = source_metadata(from, to)?;
     let kind = kind_name(&src);
     if src.is_dir() && is_within(&normalize(to), &normalize(from)) {
         return Err(invalid(format!(
