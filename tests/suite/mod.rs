@@ -8,4 +8,5 @@ mod fs_tools;
 mod fs_tools_tree;
 mod hostile;
 mod llm_client;
+mod network;
 mod trust;

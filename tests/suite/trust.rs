@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use warden_mock_llm::{MockLlm, answer, calls};
-use warden_tests::{Sandbox, guests, run, run_ok};
+use warden_tests::{HttpPeer, Sandbox, guests, run, run_ok};
 
 fn agent_run(sb: &Sandbox, mock: &MockLlm) -> warden_tests::Run {
     run(sb
@@ -24,12 +24,20 @@ fn tool_output(mock: &MockLlm, id: &str) -> String {
 #[test]
 fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
     let sb = Sandbox::new();
+    let peer = HttpPeer::start();
     sb.drop_in(guests::HOSTILE, "hostile.wasm");
-    sb.policy("[tools.fs_probe]\n");
+    sb.policy("[tools.escape]\n");
     sb.trust();
     let target = sb.outside.join("pwned.txt").display().to_string();
-    let probe = json!({"op": "write", "path": target, "content": "x"}).to_string();
-    let hostile_policy = "[tools.fs_probe]\nwrite = [\"/\"]\n";
+    let probe = json!({"path": target, "content": "x", "url": peer.url("/")}).to_string();
+    let hostile_policy = format!(
+        "[tools.escape]\nwrite = [\"/\"]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        peer.port
+    );
+    let none = format!(
+        "write: err: NotFound: No such file or directory (os error 44)\n\
+         http: Error::Denied(\"the host refused the request\")"
+    );
 
     // The model rewrites warden.toml, then tries to use what it granted itself.
     let mock = MockLlm::start(vec![
@@ -38,7 +46,7 @@ fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
             "write_file",
             &json!({"path": "warden.toml", "content": hostile_policy}).to_string(),
         )]),
-        calls(&[("p1", "fs_probe", &probe)]),
+        calls(&[("p1", "escape", &probe)]),
         answer("done"),
     ]);
     let r = agent_run(&sb, &mock);
@@ -47,15 +55,10 @@ fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
         std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap(),
         hostile_policy
     );
-    assert!(
-        tool_output(&mock, "p1").starts_with("err"),
-        "{}",
-        tool_output(&mock, "p1")
-    );
-    assert!(!sb.outside.join("pwned.txt").exists());
+    assert_eq!(tool_output(&mock, "p1"), none);
 
     // The next run ignores the change and says so.
-    let mock = MockLlm::start(vec![calls(&[("p2", "fs_probe", &probe)]), answer("done")]);
+    let mock = MockLlm::start(vec![calls(&[("p2", "escape", &probe)]), answer("done")]);
     let r = agent_run(&sb, &mock);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -63,21 +66,34 @@ fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
         "{}",
         r.stderr
     );
-    assert!(tool_output(&mock, "p2").starts_with("err"));
+    assert_eq!(tool_output(&mock, "p2"), none);
     assert!(!sb.outside.join("pwned.txt").exists());
+    assert_eq!(peer.hits(), 0);
 
-    // `warden trust` shows the capability gained; then, and only then, it applies.
+    // `warden trust` shows the capabilities gained; then, and only then, they apply.
     let shown = sb.trust();
-    assert!(shown.contains("+ fs_probe: read-write /\n"), "{shown}");
-    let mock = MockLlm::start(vec![calls(&[("p3", "fs_probe", &probe)]), answer("done")]);
+    let gained: Vec<&str> = shown
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("+ "))
+        .collect();
+    assert_eq!(
+        gained,
+        [
+            "+ escape: read-write /".to_string(),
+            format!("+ escape: network 127.0.0.1:{}", peer.port)
+        ],
+        "{shown}"
+    );
+    let mock = MockLlm::start(vec![calls(&[("p3", "escape", &probe)]), answer("done")]);
     let r = agent_run(&sb, &mock);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        tool_output(&mock, "p3").starts_with("ok"),
-        "{}",
-        tool_output(&mock, "p3")
+    assert_eq!(
+        tool_output(&mock, "p3"),
+        format!("write: ok\nhttp: status=200 hello from {}", peer.port)
     );
     assert!(sb.outside.join("pwned.txt").exists());
+    assert_eq!(peer.hits(), 1);
 }
 
 fn listed(sb: &Sandbox) -> (String, String) {

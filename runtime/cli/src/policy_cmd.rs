@@ -43,16 +43,19 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             let mode = if d.write { "read-write" } else { "read-only " };
             writeln!(out, "  files:    {mode} {}", d.path.display())?;
         }
-        let env = if g.env.is_empty() {
-            "none".to_string()
-        } else {
-            g.env.join(", ")
-        };
-        writeln!(out, "  env:      {env}")?;
-        writeln!(out, "  network:  none")?;
+        writeln!(out, "  env:      {}", list_or_none(&g.env))?;
+        writeln!(out, "  network:  {}", list_or_none(&g.network))?;
         writeln!(out, "  limits:   {}", g.limits)?;
     }
     drop(out);
     render::warnings(&tools);
     Ok(0)
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de::Error as _};
 
+use crate::network::HostPattern;
 use crate::units::{parse_duration, parse_size};
 
 /// The whole policy file as written.
@@ -156,6 +157,9 @@ pub struct ToolSection {
     /// Host environment variables passed by name.
     #[serde(default, deserialize_with = "env_names")]
     pub env: Vec<String>,
+    /// Hosts the tool may send HTTP requests to (see [`crate::HostPattern`]).
+    #[serde(default, deserialize_with = "hosts")]
+    pub network: Vec<String>,
     /// Overrides the default memory limit.
     #[serde(default, deserialize_with = "memory")]
     pub memory: Option<u64>,
@@ -250,6 +254,19 @@ fn dirs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error
         }
     }
     Ok(Some(v))
+}
+
+fn hosts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    let mut out: Vec<String> = Vec::new();
+    for entry in &v {
+        let pattern = HostPattern::parse(entry).map_err(D::Error::custom)?;
+        let shown = pattern.to_string();
+        if !out.contains(&shown) {
+            out.push(shown);
+        }
+    }
+    Ok(out)
 }
 
 fn env_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -93,7 +93,8 @@ pub struct Grants {
     pub dirs: Vec<DirGrant>,
     /// Names of host environment variables passed through.
     pub env: Vec<String>,
-    /// Hosts reachable over the network (none in this version).
+    /// Hosts the tool may send HTTP requests to, normalised (see
+    /// [`crate::HostPattern`]); empty means no network.
     pub network: Vec<String>,
     /// Limits of each call.
     pub limits: Limits,
@@ -118,6 +119,9 @@ impl Grants {
             .collect();
         if !self.env.is_empty() {
             parts.push(format!("env:{}", self.env.join(",")));
+        }
+        if !self.network.is_empty() {
+            parts.push(format!("net:{}", self.network.join(",")));
         }
         if parts.is_empty() {
             parts.push("no access".into());
@@ -283,7 +287,7 @@ impl Policy {
         let grants = Grants {
             dirs,
             env: section.map(|s| s.env.clone()).unwrap_or_default(),
-            network: Vec::new(),
+            network: section.map(|s| s.network.clone()).unwrap_or_default(),
             limits,
             from_policy: section.is_some(),
         };

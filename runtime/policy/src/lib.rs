@@ -21,12 +21,14 @@
 mod error;
 mod file;
 mod grants;
+mod network;
 mod trust;
 mod units;
 
 pub use error::{Error, Result};
 pub use file::{ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
 pub use grants::{DirGrant, Grants, Limits, Origin, Policy, load_user_config};
+pub use network::{HostPattern, NetworkAllow};
 pub use trust::{
     Change, ComponentEntry, Decision, ToolGrants, TrustState, TrustStore, decide, diff, sha256_hex,
 };

@@ -12,7 +12,9 @@ use wasmtime::{Engine, Store, Trap};
 
 use crate::bindings::{ComponentPre, GuestError};
 use crate::cache::{CacheStats, CompileCache};
+use crate::clock::add_bounded_timers;
 use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
+use crate::net::Denials;
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
 use crate::wasi::{CallState, CappedPipe, call_state};
@@ -90,6 +92,8 @@ impl ToolHost {
         let engine = new_engine()?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker))
+            .and_then(|()| add_bounded_timers(&mut linker))
             .map_err(|e| Error::Link(format!("{e:#}")))?;
         let cache = CompileCache::new(&engine, config.cache_dir);
         let workspace = config.workspace.canonicalize().unwrap_or(config.workspace);
@@ -190,7 +194,9 @@ impl ToolHost {
             from_policy: false,
         };
         let stderr = CappedPipe::default();
-        let mut store = self.store(&grants, &stderr).map_err(|e| e.message)?;
+        let mut store = self
+            .store(&grants, &stderr, &Denials::default())
+            .map_err(|e| e.message)?;
         let run = pre
             .instantiate(&mut store)
             .and_then(|inst| inst.warden_tool_tool().call_describe(&mut store));
@@ -204,8 +210,9 @@ impl ToolHost {
         &self,
         grants: &Grants,
         stderr: &CappedPipe,
+        denied: &Denials,
     ) -> std::result::Result<Store<CallState>, ToolError> {
-        let state = call_state(grants, &self.workspace, stderr)
+        let state = call_state(grants, &self.workspace, stderr, denied)
             .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -296,18 +303,37 @@ impl ToolHost {
         if grants.limits.memory > MAX_MEMORY {
             return Err(ToolError::new(ErrorKind::Failed, "memory limit above 4GiB"));
         }
-        let mut store = self.store(grants, stderr)?;
+        let denied = Denials::default();
+        let mut store = self.store(grants, stderr, &denied)?;
         let pre = &self.components[tool.component].pre;
         let returned = pre.instantiate(&mut store).and_then(|inst| {
             inst.warden_tool_tool()
                 .call_call(&mut store, &tool.info.spec.name, args)
         });
-        match returned {
+        let result = match returned {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(guest_error(e)),
             Err(e) => Err(classify_trap(&e, &store, &grants.limits, stderr)),
-        }
+        };
+        let denied = denied.lock().expect("denials poisoned");
+        result.map_err(|mut e| {
+            if !denied.is_empty() {
+                e.message.push_str(&denial_note(&tool.info.spec.name, &denied));
+            }
+            e
+        })
     }
+}
+
+/// Tells the model (and the user reading along) which requests the host
+/// refused, and how a user would grant them.
+fn denial_note(tool: &str, denied: &[String]) -> String {
+    format!(
+        "\n[warden: network access to {} was denied: `{tool}` is not granted that host. \
+         Only the user can grant it, with `network = [\"HOST\"]` under [tools.{tool}] in \
+         warden.toml, then `warden trust`.]",
+        denied.join(", ")
+    )
 }
 
 fn guest_error(e: GuestError) -> ToolError {

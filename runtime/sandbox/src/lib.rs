@@ -3,8 +3,9 @@
 //! It loads `warden:tool` components (compiled once, cached on disk), asks
 //! each which tools it offers, and runs every call in a fresh instance that
 //! has only what the call's [`Grants`](warden_policy::Grants) give it:
-//! preopened directories, named environment variables, a memory cap and a
-//! time limit. Nothing else exists for the guest.
+//! preopened directories, named environment variables, HTTP to the granted
+//! hosts only, a memory cap and a time limit. Nothing else exists for the
+//! guest.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -22,9 +23,11 @@
 
 mod bindings;
 mod cache;
+mod clock;
 mod engine;
 mod error;
 mod host;
+mod net;
 mod outcome;
 mod source;
 mod spec;

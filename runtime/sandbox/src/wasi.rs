@@ -6,12 +6,16 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use warden_policy::Grants;
+use warden_policy::{Grants, NetworkAllow};
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::clock::CallClock;
+use crate::net::{Denials, NetGate};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
 const STDIO_CAP: usize = 64 << 10;
@@ -19,8 +23,21 @@ const STDIO_CAP: usize = 64 << 10;
 /// The store data of one call.
 pub(crate) struct CallState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    http: WasiHttpCtx,
+    net: NetGate,
+    pub(crate) clock: CallClock,
+    pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -177,18 +194,22 @@ impl tokio::io::AsyncWrite for CappedPipe {
     }
 }
 
-/// Builds the store data of one call from its grants. No network, no host
+/// Builds the store data of one call from its grants. No sockets, HTTP only
+/// to the granted hosts (refusals are recorded in `denied`), no host
 /// environment but the variables named in the grants, no stdin.
 pub(crate) fn call_state(
     grants: &Grants,
     workspace: &Path,
     stderr: &CappedPipe,
+    denied: &Denials,
 ) -> Result<CallState, String> {
     let mut b = WasiCtxBuilder::new();
     // Calls already run on their own thread: doing file I/O in place avoids a
     // hop to tokio's blocking pool per operation (10x on small calls). Must be
     // set before the preopens, which capture it.
     b.allow_blocking_current_thread(true);
+    let clock = CallClock::new(grants.limits.timeout);
+    b.monotonic_clock(clock);
     b.stdout(CappedPipe::default())
         .stderr(stderr.clone())
         .allow_tcp(false)
@@ -216,8 +237,16 @@ pub(crate) fn call_state(
         b.initial_cwd(ws);
     }
     let limit = usize::try_from(grants.limits.memory).unwrap_or(usize::MAX);
+    let net = NetGate::new(
+        NetworkAllow::new(&grants.network),
+        clock.deadline(),
+        denied.clone(),
+    );
     Ok(CallState {
         wasi: b.build(),
+        http: WasiHttpCtx::new(),
+        net,
+        clock,
         table: ResourceTable::new(),
         limiter: MemoryLimiter { limit, hit: false },
     })

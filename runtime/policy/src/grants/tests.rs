@@ -145,6 +145,36 @@ fn errors_carry_line_column_and_what_was_expected() {
 
     let (l, _, _) = syntax_error("[tools.probe\n");
     assert_eq!(l, 1);
+
+    let (l, c, m) = syntax_error("[tools.probe]\nnetwork = [\"https://api.example.com/v1\"]\n");
+    assert_eq!((l, c), (2, 11));
+    assert!(
+        m.contains("write only the host, e.g. \"api.example.com\""),
+        "{m}"
+    );
+}
+
+#[test]
+fn network_hosts_are_granted_only_to_the_tool_that_names_them() {
+    let d = ws();
+    let p = parse(
+        "[tools.fetch]\nnetwork = [\"API.example.com\", \"*.docs.rs\", \"127.0.0.1:8080\", \"api.example.com\"]\n\n[tools.probe]\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("fetch", Origin::Workspace).unwrap();
+    assert_eq!(
+        g.network,
+        vec!["api.example.com", "*.docs.rs", "127.0.0.1:8080"]
+    );
+    assert_eq!(
+        g.summary(&d.path().canonicalize().unwrap()),
+        "net:api.example.com,*.docs.rs,127.0.0.1:8080"
+    );
+    let (probe, _) = p.grants_for("probe", Origin::Workspace).unwrap();
+    assert!(probe.network.is_empty());
+    let (read, _) = p.grants_for("read_file", Origin::Builtin).unwrap();
+    assert!(read.network.is_empty());
 }
 
 #[test]

@@ -48,6 +48,17 @@ const TOOLS: &[(&str, &str, &str)] = &[
         "Writes `content` to `path` under preopen `preopen` with raw WASI calls.",
         ANY_OBJECT,
     ),
+    (
+        "http_get",
+        "GETs `url` over wasi:http; returns `status=N` and the body, or `err: CODE`.",
+        ANY_OBJECT,
+    ),
+    (
+        "escape",
+        "Writes `content` to `path` with std::fs and GETs `url`; one line per outcome.",
+        ANY_OBJECT,
+    ),
+    ("sleep", "Sleeps `ms` milliseconds (default an hour).", ANY_OBJECT),
     ("cwd", "Returns the current directory.", ANY_OBJECT),
     ("ok", "Returns \"ok\".", ANY_OBJECT),
     ("fail", "Always fails.", ANY_OBJECT),
@@ -86,6 +97,25 @@ impl Guest for Component {
             "fs_probe" => fs_probe(&args),
             "fs_preopens" => Ok(fs_preopens()),
             "raw_write" => raw_write(&args),
+            "http_get" => http_get(str_arg(&args, "url")?),
+            "escape" => {
+                let path = str_arg(&args, "path")?;
+                let content = args.get("content").and_then(Value::as_str).unwrap_or("");
+                let write = match std::fs::write(path, content) {
+                    Ok(()) => "write: ok".to_string(),
+                    Err(e) => format!("write: {}", io_err(&e)),
+                };
+                let get = match http_get(str_arg(&args, "url")?) {
+                    Ok(out) => format!("http: {}", out.replace('\n', " ")),
+                    Err(e) => format!("http: {e:?}"),
+                };
+                Ok(format!("{write}\n{get}"))
+            }
+            "sleep" => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(3_600_000);
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                Ok(format!("slept {ms} ms"))
+            }
             "cwd" => Ok(match std::env::current_dir() {
                 Ok(dir) => format!("ok: {}", dir.display()),
                 Err(e) => io_err(&e),
@@ -270,4 +300,56 @@ fn raw_write(args: &Map<String, Value>) -> Result<String, Error> {
         }
     }
     Ok("ok".into())
+}
+
+/// A refusal by the host is a `denied` tool error (as a real fetch tool would
+/// report it); any other failure is returned as `err: CODE` for the tests.
+fn refused(code: wasip2::http::types::ErrorCode) -> Result<String, Error> {
+    match code {
+        wasip2::http::types::ErrorCode::HttpRequestDenied => {
+            Err(Error::Denied("the host refused the request".into()))
+        }
+        other => Ok(format!("err: {other:?}")),
+    }
+}
+
+/// A GET through wasi:http/outgoing-handler.
+fn http_get(url: &str) -> Result<String, Error> {
+    use wasip2::http::outgoing_handler::handle;
+    use wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| Error::InvalidArgs("`url` needs a scheme".into()))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let request = OutgoingRequest::new(Fields::new());
+    let scheme = match scheme {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => Scheme::Other(other.into()),
+    };
+    let set = request
+        .set_scheme(Some(&scheme))
+        .and(request.set_authority(Some(authority)))
+        .and(request.set_path_with_query(Some(if path.is_empty() { "/" } else { path })));
+    if set.is_err() {
+        return Ok("err: invalid url".into());
+    }
+    let pending = match handle(request, None) {
+        Ok(p) => p,
+        Err(code) => return refused(code),
+    };
+    pending.subscribe().block();
+    let response = match pending.get() {
+        Some(Ok(Ok(r))) => r,
+        Some(Ok(Err(code))) => return refused(code),
+        Some(Err(())) | None => return Ok("err: no response".into()),
+    };
+    let status = response.status();
+    let body = response.consume().map_err(|()| Error::Failed("no body".into()))?;
+    let stream = body.stream().map_err(|()| Error::Failed("no body stream".into()))?;
+    let mut bytes = Vec::new();
+    while let Ok(chunk) = stream.blocking_read(64 << 10) {
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(format!("status={status}\n{}", String::from_utf8_lossy(&bytes)))
 }
