@@ -104,6 +104,45 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// Runs `warden run TASK` against `base_url` under a pseudo-terminal
+    /// (util-linux `script`), typing `answers` at its prompts.
+    pub fn run_in_terminal(&self, base_url: &str, task: &str, answers: &str) -> Run {
+        use std::io::Write;
+        use std::process::Stdio;
+        let cmd = format!("{} run '{task}'", warden_bin().display());
+        let mut script = Command::new("script");
+        script
+            .args(["-qfec", &cmd, "/dev/null"])
+            .current_dir(&self.ws)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_CACHE_HOME", self.home.join("cache"))
+            .env("XDG_DATA_HOME", self.home.join("data"))
+            .env("XDG_CONFIG_HOME", self.home.join("config"))
+            .env("XDG_STATE_HOME", self.home.join("state"))
+            .env("NO_COLOR", "1")
+            .env("OPENAI_BASE_URL", base_url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = script.spawn().expect("util-linux `script` is needed");
+        {
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            stdin.write_all(answers.as_bytes()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+        }
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 impl Default for Sandbox {
     fn default() -> Self {
         Sandbox::new()

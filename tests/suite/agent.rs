@@ -552,40 +552,6 @@ fn approval_never_runs_writes_without_asking() {
     assert_eq!(std::fs::read_to_string(sb.ws.join("new.txt")).unwrap(), "x");
 }
 
-/// Runs `warden run` under a pseudo-terminal (util-linux `script`), typing
-/// `answers` at its prompts.
-fn run_in_terminal(sb: &Sandbox, mock: &MockLlm, task: &str, answers: &str) -> Run {
-    let cmd = format!("{} run '{task}'", warden_tests::warden_bin().display());
-    let mut script = std::process::Command::new("script");
-    script
-        .args(["-qfec", &cmd, "/dev/null"])
-        .current_dir(&sb.ws)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &sb.home)
-        .env("XDG_CACHE_HOME", sb.home.join("cache"))
-        .env("XDG_STATE_HOME", sb.home.join("state"))
-        .env("NO_COLOR", "1")
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = script.spawn().unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        stdin.write_all(answers.as_bytes()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-    }
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 #[test]
 fn on_a_terminal_the_user_sees_a_diff_and_a_refusal_reaches_the_model() {
     let sb = Sandbox::new();
@@ -597,7 +563,7 @@ fn on_a_terminal_the_user_sees_a_diff_and_a_refusal_reaches_the_model() {
         )]),
         answer("You said no."),
     ]);
-    let r = run_in_terminal(&sb, &mock, "change hello.txt", "n\n");
+    let r = sb.run_in_terminal(&mock.base_url(), "change hello.txt", "n\n");
     assert!(r.stdout.contains("write_file wants to run"), "{}", r.stdout);
     assert!(
         r.stdout.contains("- world") && r.stdout.contains("+ mars"),

@@ -50,7 +50,10 @@ fn a_granted_host_and_port_is_reachable_and_nothing_else() {
 
     // Another port of the same address, and the same port by another name.
     let e = err(get(&tools, &other.url("/")));
-    assert!(e.message.contains(&format!("127.0.0.1:{}", other.port)), "{e}");
+    assert!(
+        e.message.contains(&format!("127.0.0.1:{}", other.port)),
+        "{e}"
+    );
     let e = err(get(&tools, &format!("http://localhost:{}/", peer.port)));
     assert!(e.message.contains("localhost"), "{e}");
     assert_eq!(other.hits(), 0);
@@ -60,9 +63,7 @@ fn a_granted_host_and_port_is_reachable_and_nothing_else() {
 #[test]
 fn a_network_grant_is_only_for_the_tool_that_names_it() {
     let peer = HttpPeer::start();
-    let (_sb, tools) = hostile(&format!(
-        "[tools.http_get]\nnetwork = [\"127.0.0.1\"]\n[tools.net]\n"
-    ));
+    let (_sb, tools) = hostile("[tools.http_get]\nnetwork = [\"127.0.0.1\"]\n[tools.net]\n");
     assert!(ok(get(&tools, &peer.url("/"))).starts_with("status=200"));
     // Raw sockets stay closed, for the granted tool's component too.
     let addr = format!("127.0.0.1:{}", peer.port);
@@ -131,7 +132,8 @@ fn the_cli_shows_network_grants_and_rejects_urls_in_them() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("warden.toml at line 2, column 11")
-            && r.stderr.contains("write only the host, e.g. \"api.example.com\""),
+            && r.stderr
+                .contains("write only the host, e.g. \"api.example.com\""),
         "{}",
         r.stderr
     );

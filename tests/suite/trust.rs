@@ -34,10 +34,8 @@ fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
         "[tools.escape]\nwrite = [\"/\"]\nnetwork = [\"127.0.0.1:{}\"]\n",
         peer.port
     );
-    let none = format!(
-        "write: err: NotFound: No such file or directory (os error 44)\n\
-         http: Error::Denied(\"the host refused the request\")"
-    );
+    let none = "write: err: NotFound: No such file or directory (os error 44)\n\
+         http: Error::Denied(\"the host refused the request\")";
 
     // The model rewrites warden.toml, then tries to use what it granted itself.
     let mock = MockLlm::start(vec![
@@ -179,4 +177,57 @@ fn a_fresh_clone_with_a_hostile_policy_runs_with_safe_defaults() {
     assert!(r.stderr.contains("no model configured"), "{}", r.stderr);
     let r = run(sb.warden().args(["trust", "--show"]));
     assert!(r.stdout.contains("never been trusted"), "{}", r.stdout);
+}
+
+#[test]
+fn on_a_terminal_warden_asks_once_and_applies_only_what_was_accepted() {
+    let sb = Sandbox::new();
+    let peer = HttpPeer::start();
+    sb.drop_in(guests::HOSTILE, "hostile.wasm");
+    sb.policy(&format!(
+        "[tools.escape]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        peer.port
+    ));
+    let probe = json!({"path": "x.txt", "url": peer.url("/")}).to_string();
+    let grant = format!("+ tool escape (workspace): network 127.0.0.1:{}", peer.port);
+
+    // Declined: the run goes on with safe defaults, and nothing is recorded.
+    let mock = MockLlm::start(vec![calls(&[("e1", "escape", &probe)]), answer("done")]);
+    let r = sb.run_in_terminal(&mock.base_url(), "go", "n\n");
+    assert!(
+        r.stdout.contains(&grant)
+            && r.stdout
+                .contains("Trust these changes and apply them now? [y/N]")
+            && r.stdout
+                .contains("not trusted: running with the last trusted configuration"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        tool_output(&mock, "e1").contains("no tool named `escape`"),
+        "{}",
+        tool_output(&mock, "e1")
+    );
+    assert_eq!(peer.hits(), 0);
+
+    // Accepted: it applies to this run and is recorded.
+    let mock = MockLlm::start(vec![calls(&[("e2", "escape", &probe)]), answer("done")]);
+    let r = sb.run_in_terminal(&mock.base_url(), "go", "y\n");
+    assert!(
+        r.stdout.contains("trusted: these apply now"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        tool_output(&mock, "e2").ends_with(&format!("http: status=200 hello from {}", peer.port)),
+        "{}",
+        tool_output(&mock, "e2")
+    );
+    assert_eq!(peer.hits(), 1);
+    assert!(sb.trust().contains("nothing changed"));
+
+    // Nothing to accept: no question.
+    let mock = MockLlm::start(vec![answer("done")]);
+    let r = sb.run_in_terminal(&mock.base_url(), "go", "");
+    assert!(!r.stdout.contains("Trust these changes"), "{}", r.stdout);
 }

@@ -42,6 +42,12 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     if let args::Command::Trust { show } = cli.command {
         return trust_cmd::run(cli.workspace.as_deref(), show);
     }
+    if matches!(
+        cli.command,
+        args::Command::Run { .. } | args::Command::Chat { .. }
+    ) {
+        trust_cmd::ask_on_start(cli.workspace.as_deref())?;
+    }
     let ws = workspace::Workspace::open(cli.workspace.as_deref())?;
     match cli.command {
         args::Command::Tools { command } => tools_cmd::run(&ws, command),

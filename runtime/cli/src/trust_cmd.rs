@@ -2,18 +2,34 @@
 //! with what was last accepted, and accept it.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use warden_policy::{ComponentEntry, ToolGrants, TrustState, diff, sha256_hex};
+use warden_policy::{Change, ComponentEntry, ToolGrants, TrustState, TrustStore, diff, sha256_hex};
 
 use crate::workspace::{Workspace, trust_store};
 
 /// The state `warden trust` would record for the files as they are now.
-fn current_state(dir: Option<&Path>) -> anyhow::Result<(Workspace, TrustState)> {
+fn current_state(dir: Option<&Path>, warn: bool) -> anyhow::Result<(Workspace, TrustState)> {
     let ws = Workspace::open_current(dir)?;
+    let state = state_of(&ws, warn)?;
+    Ok((ws, state))
+}
+
+/// What a workspace never trusted runs with, as a state to compare against:
+/// so the first diff shows what the files add to the safe defaults.
+fn trusted_or_defaults(store: &TrustStore, root: &Path) -> anyhow::Result<TrustState> {
+    match store.load(root)? {
+        Some(state) => Ok(state),
+        None => state_of(&Workspace::safe_defaults(root), false),
+    }
+}
+
+fn state_of(ws: &Workspace, warn: bool) -> anyhow::Result<TrustState> {
     let tools = ws.toolset()?;
-    crate::render::warnings(&tools);
+    if warn {
+        crate::render::warnings(&tools);
+    }
     let hashes = ws.drop_in_hashes();
     let mut components: BTreeMap<String, ComponentEntry> = hashes
         .into_iter()
@@ -37,7 +53,7 @@ fn current_state(dir: Option<&Path>) -> anyhow::Result<(Workspace, TrustState)> 
             entry.tools.push(info.spec.name.clone());
         }
     }
-    let state = TrustState {
+    Ok(TrustState {
         policy_hash: ws.policy_text.as_deref().map(|t| sha256_hex(t.as_bytes())),
         policy_text: ws.policy_text.clone(),
         components,
@@ -50,8 +66,7 @@ fn current_state(dir: Option<&Path>) -> anyhow::Result<(Workspace, TrustState)> 
                 )
             })
             .collect(),
-    };
-    Ok((ws, state))
+    })
 }
 
 /// `warden trust [--show]`.
@@ -75,9 +90,8 @@ pub fn run(dir: Option<&Path>, show: bool) -> anyhow::Result<u8> {
         }
         return Ok(0);
     }
-    let (ws, current) = current_state(dir)?;
-    let trusted = store.load(&ws.root)?.unwrap_or_default();
-    let changes = diff(&trusted, &current);
+    let (ws, current) = current_state(dir, true)?;
+    let changes = diff(&trusted_or_defaults(&store, &ws.root)?, &current);
     if changes.is_empty() {
         writeln!(
             out,
@@ -86,11 +100,61 @@ pub fn run(dir: Option<&Path>, show: bool) -> anyhow::Result<u8> {
         )?;
         return Ok(0);
     }
-    writeln!(out, "capability changes in {}:", ws.root.display())?;
-    for c in &changes {
-        writeln!(out, "  {c}")?;
-    }
+    show_changes(&mut out, &ws.root, &changes)?;
     store.save(&ws.root, &current)?;
     writeln!(out, "trusted: these apply from the next run on")?;
     Ok(0)
+}
+
+fn show_changes(out: &mut impl Write, root: &Path, changes: &[Change]) -> std::io::Result<()> {
+    writeln!(out, "capability changes in {}:", root.display())?;
+    for c in changes {
+        writeln!(out, "  {c}")?;
+    }
+    Ok(())
+}
+
+/// Before `run` or `chat` on a terminal: when the workspace configuration
+/// differs from what was trusted, shows the capability diff and asks once.
+/// Without a terminal nothing is asked and nothing is accepted. Files that do
+/// not parse are left to the normal start, which reports them.
+pub fn ask_on_start(dir: Option<&Path>) -> anyhow::Result<()> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Ok(());
+    }
+    let Ok((ws, current)) = current_state(dir, false) else {
+        return Ok(());
+    };
+    let store = trust_store()?;
+    let Ok(trusted) = trusted_or_defaults(&store, &ws.root) else {
+        return Ok(());
+    };
+    let changes = diff(&trusted, &current);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    if ask(&ws.root, &changes)? {
+        store.save(&ws.root, &current)?;
+        eprintln!("trusted: these apply now");
+    } else {
+        eprintln!(
+            "not trusted: running with the last trusted configuration; `warden trust` accepts it later"
+        );
+    }
+    Ok(())
+}
+
+fn ask(root: &Path, changes: &[Change]) -> anyhow::Result<bool> {
+    let mut err = std::io::stderr().lock();
+    show_changes(&mut err, root, changes)?;
+    write!(err, "Trust these changes and apply them now? [y/N] ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return Ok(false);
+    }
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }

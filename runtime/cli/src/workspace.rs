@@ -142,6 +142,17 @@ impl Workspace {
         })
     }
 
+    /// `root` as a never-trusted workspace runs: safe defaults, no drop-ins.
+    pub fn safe_defaults(root: &Path) -> Workspace {
+        Workspace {
+            root: root.to_path_buf(),
+            policy: Policy::defaults(root),
+            allowed: Some(BTreeSet::new()),
+            policy_text: None,
+            drop_ins: (Vec::new(), Vec::new()),
+        }
+    }
+
     fn hashes(sources: &[ComponentSource]) -> BTreeMap<String, String> {
         sources
             .iter()

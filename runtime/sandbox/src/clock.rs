@@ -49,7 +49,9 @@ impl CallClock {
     /// When a timer of `after` set now should fire: never after the deadline.
     fn wake_at(&self, after: Duration) -> Instant {
         let cap = self.deadline + GRACE;
-        Instant::now().checked_add(after).map_or(cap, |t| t.min(cap))
+        Instant::now()
+            .checked_add(after)
+            .map_or(cap, |t| t.min(cap))
     }
 }
 
@@ -74,7 +76,7 @@ impl Pollable for Timer {
 fn timer(state: &mut CallState, after: Duration) -> wasmtime::Result<Resource<DynPollable>> {
     let at = tokio::time::Instant::from_std(state.clock.wake_at(after));
     let timer = state.table.push(Timer(at))?;
-    Ok(subscribe(&mut state.table, timer)?)
+    subscribe(&mut state.table, timer)
 }
 
 /// Shadows the linker's `subscribe-duration` and `subscribe-instant`.

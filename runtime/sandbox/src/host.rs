@@ -318,7 +318,8 @@ impl ToolHost {
         let denied = denied.lock().expect("denials poisoned");
         result.map_err(|mut e| {
             if !denied.is_empty() {
-                e.message.push_str(&denial_note(&tool.info.spec.name, &denied));
+                e.message
+                    .push_str(&denial_note(&tool.info.spec.name, &denied));
             }
             e
         })

@@ -74,7 +74,8 @@ impl WasiHttpHooks for NetGate {
         let options = self.bounded(options);
         Box::new(async move {
             use http_body_util::BodyExt;
-            let (res, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
+            let (res, io) =
+                wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
             Ok((
                 res.map(BodyExt::boxed_unsync),
                 Box::new(io) as Box<dyn Future<Output = _> + Send>,

@@ -58,7 +58,11 @@ const TOOLS: &[(&str, &str, &str)] = &[
         "Writes `content` to `path` with std::fs and GETs `url`; one line per outcome.",
         ANY_OBJECT,
     ),
-    ("sleep", "Sleeps `ms` milliseconds (default an hour).", ANY_OBJECT),
+    (
+        "sleep",
+        "Sleeps `ms` milliseconds (default an hour).",
+        ANY_OBJECT,
+    ),
     ("cwd", "Returns the current directory.", ANY_OBJECT),
     ("ok", "Returns \"ok\".", ANY_OBJECT),
     ("fail", "Always fails.", ANY_OBJECT),
@@ -345,11 +349,18 @@ fn http_get(url: &str) -> Result<String, Error> {
         Some(Err(())) | None => return Ok("err: no response".into()),
     };
     let status = response.status();
-    let body = response.consume().map_err(|()| Error::Failed("no body".into()))?;
-    let stream = body.stream().map_err(|()| Error::Failed("no body stream".into()))?;
+    let body = response
+        .consume()
+        .map_err(|()| Error::Failed("no body".into()))?;
+    let stream = body
+        .stream()
+        .map_err(|()| Error::Failed("no body stream".into()))?;
     let mut bytes = Vec::new();
     while let Ok(chunk) = stream.blocking_read(64 << 10) {
         bytes.extend_from_slice(&chunk);
     }
-    Ok(format!("status={status}\n{}", String::from_utf8_lossy(&bytes)))
+    Ok(format!(
+        "status={status}\n{}",
+        String::from_utf8_lossy(&bytes)
+    ))
 }
