@@ -231,3 +231,50 @@ fn on_a_terminal_warden_asks_once_and_applies_only_what_was_accepted() {
     let r = sb.run_in_terminal(&mock.base_url(), "go", "");
     assert!(!r.stdout.contains("Trust these changes"), "{}", r.stdout);
 }
+
+#[test]
+fn a_trusted_directory_swapped_for_a_symlink_is_not_mounted() {
+    let sb = Sandbox::new();
+    sb.drop_in(guests::HOSTILE, "hostile.wasm");
+    sb.policy("[tools.fs_probe]\nread = [\"docs\"]\n");
+    sb.trust();
+    let secret = sb.outside.join("secret.txt").display().to_string();
+    let read = |path: &str| {
+        run(sb.warden().args([
+            "tools",
+            "call",
+            "fs_probe",
+            &json!({"op": "read", "path": path}).to_string(),
+        ]))
+    };
+    assert_eq!(read("docs/readme.md").stdout, "ok: # docs\n");
+
+    // Same policy text, but `docs` now leads outside the workspace.
+    std::fs::remove_dir_all(sb.ws.join("docs")).unwrap();
+    std::os::unix::fs::symlink(&sb.outside, sb.ws.join("docs")).unwrap();
+    let r = read(&secret);
+    assert!(r.stdout.starts_with("err"), "{}", r.stdout);
+    assert!(!r.stdout.contains("top secret"), "{}", r.stdout);
+    let r = read("docs/secret.txt");
+    assert!(!r.stdout.contains("top secret"), "{}", r.stdout);
+    let r = run(sb.warden().arg("policy"));
+    assert!(
+        r.stdout
+            .contains("fs_probe (workspace):\n  files:    none\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(&format!(
+            "`fs_probe`: {} (read-only) is not among the directories you trusted",
+            sb.outside.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let shown = sb.trust();
+    assert!(
+        shown.contains(&format!("+ fs_probe: read-only {}", sb.outside.display())),
+        "{shown}"
+    );
+}

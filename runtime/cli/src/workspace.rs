@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use warden_policy::{Origin, POLICY_FILE, Policy, TrustStore, decide, sha256_hex};
+use warden_policy::{Origin, POLICY_FILE, Policy, ToolGrants, TrustStore, decide, sha256_hex};
 use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost, Toolset};
 
 use crate::agent_cmd::ConfigError;
@@ -32,6 +32,8 @@ pub struct Workspace {
     pub policy_text: Option<String>,
     /// `.warden/tools/*.wasm`, read once per start, and the unreadable ones.
     drop_ins: (Vec<ComponentSource>, Vec<LoadProblem>),
+    /// Directory grants as accepted, per tool; `None` when nothing pins them.
+    trusted_tools: Option<BTreeMap<String, ToolGrants>>,
 }
 
 /// The per-user trust store.
@@ -119,6 +121,7 @@ impl Workspace {
             allowed: Some(decision.allowed_components),
             policy_text,
             drop_ins,
+            trusted_tools: trusted.map(|t| t.tools),
         })
     }
 
@@ -139,6 +142,7 @@ impl Workspace {
             allowed: None,
             policy_text,
             drop_ins,
+            trusted_tools: None,
         })
     }
 
@@ -150,6 +154,7 @@ impl Workspace {
             allowed: Some(BTreeSet::new()),
             policy_text: None,
             drop_ins: (Vec::new(), Vec::new()),
+            trusted_tools: None,
         }
     }
 
@@ -200,6 +205,22 @@ impl Workspace {
                 })
                 .cloned(),
         );
-        Ok(Toolset::new(Arc::new(host), &self.policy))
+        let mut tools = Toolset::new(Arc::new(host), &self.policy);
+        // The trusted policy text can resolve to other directories than the
+        // ones accepted (a granted folder replaced by a symlink): only the
+        // accepted ones are mounted.
+        if let Some(trusted) = &self.trusted_tools {
+            tools.retain_dirs(
+                |tool, d| {
+                    let path = d.path.display().to_string();
+                    trusted
+                        .get(tool)
+                        .is_some_and(|t| if d.write { &t.write } else { &t.read }.contains(&path))
+                },
+                "is not among the directories you trusted (did a granted folder move or become \
+                 a symlink?): not mounted; review with `warden trust`",
+            );
+        }
+        Ok(tools)
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use warden_policy::{Grants, Policy};
+use warden_policy::{DirGrant, Grants, Policy};
 
 use crate::outcome::{CallOutcome, ErrorKind, ToolError};
 use crate::{ToolHost, ToolInfo};
@@ -56,6 +56,26 @@ impl Toolset {
             host,
             entries,
             warnings,
+        }
+    }
+
+    /// Unmounts every directory grant that `keep(tool, grant)` rejects, with a
+    /// warning for each: the caller pins grants to what the user accepted.
+    pub fn retain_dirs(&mut self, keep: impl Fn(&str, &DirGrant) -> bool, why: &str) {
+        for e in &mut self.entries {
+            let Some(g) = e.grants.as_mut() else { continue };
+            let name = &e.info.spec.name;
+            g.dirs.retain(|d| {
+                let kept = keep(name, d);
+                if !kept {
+                    self.warnings.push(format!(
+                        "`{name}`: {} ({}) {why}",
+                        d.path.display(),
+                        if d.write { "read-write" } else { "read-only" }
+                    ));
+                }
+                kept
+            });
         }
     }
 
