@@ -90,7 +90,12 @@ impl Sandbox {
 
     /// The `warden` binary, run in the workspace with a private HOME.
     pub fn warden(&self) -> Command {
-        let mut cmd = Command::new(warden_bin());
+        self.in_workspace(Command::new(warden_bin()))
+    }
+
+    /// `cmd` run in the workspace with only PATH and the private HOME / XDG
+    /// folders in its environment.
+    fn in_workspace(&self, mut cmd: Command) -> Command {
         cmd.current_dir(&self.ws)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -111,18 +116,9 @@ impl Sandbox {
         use std::io::Write;
         use std::process::Stdio;
         let cmd = format!("{} run '{task}'", warden_bin().display());
-        let mut script = Command::new("script");
+        let mut script = self.in_workspace(Command::new("script"));
         script
             .args(["-qfec", &cmd, "/dev/null"])
-            .current_dir(&self.ws)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("XDG_CACHE_HOME", self.home.join("cache"))
-            .env("XDG_DATA_HOME", self.home.join("data"))
-            .env("XDG_CONFIG_HOME", self.home.join("config"))
-            .env("XDG_STATE_HOME", self.home.join("state"))
-            .env("NO_COLOR", "1")
             .env("OPENAI_BASE_URL", base_url)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
