@@ -1,9 +1,13 @@
 //! The tool loop: model → tool calls in the sandbox → results → model, until
 //! the model answers without calls or the turn limit is reached.
 
+mod calls;
+mod event;
+
+pub use event::{AgentError, Event};
+
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -11,59 +15,7 @@ use crate::client::{Client, ClientError, ClientEvent, Completion, Request};
 use crate::session::{Record, Session, now};
 use crate::settings::{Protocol, Settings};
 use crate::textproto::{self, Segment};
-use crate::{AgentTool, Message, ToolCall, ToolResult, ToolRunner, Usage, prompt};
-
-/// What happens during a turn, for rendering.
-#[derive(Debug)]
-pub enum Event<'a> {
-    /// Answer text as it streams.
-    Text(&'a str),
-    /// A failed request is retried after `wait`.
-    Retry {
-        attempt: u32,
-        wait: Duration,
-        reason: &'a str,
-    },
-    /// The endpoint rejected native tools; the text protocol is used from now on.
-    SwitchedToText { reason: &'a str },
-    /// Waiting for the model (for a spinner).
-    Thinking,
-    /// A tool call starts.
-    ToolStart {
-        id: &'a str,
-        name: &'a str,
-        arguments: &'a str,
-    },
-    /// A tool call finished.
-    ToolEnd {
-        id: &'a str,
-        name: &'a str,
-        arguments: &'a str,
-        result: &'a ToolResult,
-    },
-    /// Token usage of one model call.
-    Usage(Usage),
-}
-
-/// Why a task stopped without a final answer.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    /// The model API failed (after retries).
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    /// The model kept calling tools.
-    #[error(
-        "stopped after {0} model turns without a final answer; raise `max_turns` in [model] \
-         (or --max-turns), or split the task"
-    )]
-    MaxTurns(u32),
-    /// The user cancelled.
-    #[error("cancelled")]
-    Cancelled,
-    /// The transcript could not be written.
-    #[error("cannot write the session transcript: {0}")]
-    Session(#[from] std::io::Error),
-}
+use crate::{AgentTool, Message, ToolCall, ToolRunner, prompt};
 
 /// One conversation with the model.
 pub struct Agent {
@@ -354,79 +306,5 @@ impl Agent {
             return Err(AgentError::Cancelled);
         }
         Ok(None)
-    }
-
-    /// Runs calls in order; consecutive calls to tools that don't mutate run
-    /// concurrently. `None` for a call cut short by cancellation.
-    async fn run_calls(
-        &mut self,
-        calls: &[ToolCall],
-        cancel: &CancellationToken,
-        on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Vec<Option<ToolResult>> {
-        let mut results: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
-        let mut i = 0;
-        while i < calls.len() {
-            let mut end = i + 1;
-            if !self.mutates(&calls[i].function.name) {
-                while end < calls.len() && !self.mutates(&calls[end].function.name) {
-                    end += 1;
-                }
-            }
-            let batch = &calls[i..end];
-            for c in batch {
-                on(Event::ToolStart {
-                    id: &c.id,
-                    name: &c.function.name,
-                    arguments: &c.function.arguments,
-                });
-            }
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|c| {
-                    let tools = self.tools.clone();
-                    let (name, args) = (c.function.name.clone(), c.function.arguments.clone());
-                    tokio::task::spawn_blocking(move || tools.call(&name, &args))
-                })
-                .collect();
-            for (c, h) in batch.iter().zip(handles) {
-                let r = tokio::select! {
-                    r = h => r.unwrap_or_else(|e| ToolResult {
-                        ok: false,
-                        output: format!("error: the tool host failed: {e}"),
-                        duration: Duration::ZERO,
-                    }),
-                    _ = cancel.cancelled() => {
-                        results.resize(calls.len(), None);
-                        return results;
-                    }
-                };
-                on(Event::ToolEnd {
-                    id: &c.id,
-                    name: &c.function.name,
-                    arguments: &c.function.arguments,
-                    result: &r,
-                });
-                let _ = self.record(Record::ToolResult {
-                    ts: now(),
-                    id: c.id.clone(),
-                    name: c.function.name.clone(),
-                    ok: r.ok,
-                    output: r.output.clone(),
-                    duration_ms: r.duration.as_millis() as u64,
-                });
-                results.push(Some(r));
-            }
-            i = end;
-        }
-        results
-    }
-
-    fn mutates(&self, name: &str) -> bool {
-        // Unknown tools count as mutating: they run alone, in order.
-        self.specs
-            .iter()
-            .find(|t| t.def.name == name)
-            .is_none_or(|t| t.mutates)
     }
 }

@@ -1,0 +1,58 @@
+//! What a turn reports while it runs, and why a task can stop.
+
+use std::time::Duration;
+
+use crate::client::ClientError;
+use crate::{ToolResult, Usage};
+
+/// What happens during a turn, for rendering.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Answer text as it streams.
+    Text(&'a str),
+    /// A failed request is retried after `wait`.
+    Retry {
+        attempt: u32,
+        wait: Duration,
+        reason: &'a str,
+    },
+    /// The endpoint rejected native tools; the text protocol is used from now on.
+    SwitchedToText { reason: &'a str },
+    /// Waiting for the model (for a spinner).
+    Thinking,
+    /// A tool call starts.
+    ToolStart {
+        id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    /// A tool call finished.
+    ToolEnd {
+        id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+        result: &'a ToolResult,
+    },
+    /// Token usage of one model call.
+    Usage(Usage),
+}
+
+/// Why a task stopped without a final answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model API failed (after retries).
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The model kept calling tools.
+    #[error(
+        "stopped after {0} model turns without a final answer; raise `max_turns` in [model] \
+         (or --max-turns), or split the task"
+    )]
+    MaxTurns(u32),
+    /// The user cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The transcript could not be written.
+    #[error("cannot write the session transcript: {0}")]
+    Session(#[from] std::io::Error),
+}
