@@ -49,24 +49,29 @@ impl WasiView for CallState {
     }
 }
 
-/// Caps each linear memory and remembers when a guest hit the cap, so that
+/// Caps the linear memory of the whole instance (the sum over the memories
+/// of all its core modules) and remembers when a guest hit the cap, so that
 /// the trap that follows is reported as a memory-limit breach.
 pub(crate) struct MemoryLimiter {
     limit: usize,
+    total: usize,
     pub(crate) hit: bool,
 }
 
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
+        // Called for every memory as it is created (current = 0) and grown.
+        let total = (self.total - current.min(self.total)).saturating_add(desired);
+        if total > self.limit {
             self.hit = true;
             return Ok(false);
         }
+        self.total = total;
         Ok(true)
     }
 
@@ -248,6 +253,34 @@ pub(crate) fn call_state(
         net,
         clock,
         table: ResourceTable::new(),
-        limiter: MemoryLimiter { limit, hit: false },
+        limiter: MemoryLimiter {
+            limit,
+            total: 0,
+            hit: false,
+        },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    #[test]
+    fn the_memory_limit_covers_all_memories_of_an_instance() {
+        let mut l = MemoryLimiter {
+            limit: 64 * MIB,
+            total: 0,
+            hit: false,
+        };
+        assert!(l.memory_growing(0, 40 * MIB, None).unwrap());
+        // A second memory that alone fits, but not with the first one.
+        assert!(!l.memory_growing(0, 30 * MIB, None).unwrap());
+        assert!(l.hit);
+        // Growing the first memory counts only the difference.
+        assert!(l.memory_growing(40 * MIB, 60 * MIB, None).unwrap());
+        assert!(!l.memory_growing(60 * MIB, 65 * MIB, None).unwrap());
+        assert!(l.memory_growing(0, 4 * MIB, None).unwrap());
+    }
 }
