@@ -15,7 +15,7 @@ use crate::cache::{CacheStats, CompileCache};
 use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
-use crate::wasi::{CallState, CappedPipe, call_state};
+use crate::wasi::{CallState, CappedPipe, DirCache, call_state};
 use crate::{ComponentSource, Error, Result};
 
 /// How long `describe` may take while loading.
@@ -72,6 +72,7 @@ pub struct ToolHost {
     tools: Vec<Tool>,
     names: HashMap<String, usize>,
     problems: Vec<LoadProblem>,
+    dirs: DirCache,
     _ticker: Ticker,
 }
 
@@ -103,6 +104,7 @@ impl ToolHost {
             tools: Vec::new(),
             names: HashMap::new(),
             problems: Vec::new(),
+            dirs: DirCache::default(),
         })
     }
 
@@ -205,7 +207,7 @@ impl ToolHost {
         grants: &Grants,
         stderr: &CappedPipe,
     ) -> std::result::Result<Store<CallState>, ToolError> {
-        let state = call_state(grants, &self.workspace, stderr)
+        let state = call_state(grants, &self.workspace, stderr, &self.dirs)
             .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
