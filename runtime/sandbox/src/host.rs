@@ -13,6 +13,7 @@ use wasmtime::{Engine, Store, Trap};
 use crate::bindings::{ComponentPre, GuestError};
 use crate::cache::{CacheStats, CompileCache};
 use crate::clock::add_bounded_timers;
+use crate::dirs::DirCache;
 use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
 use crate::net::Denials;
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
@@ -74,6 +75,7 @@ pub struct ToolHost {
     tools: Vec<Tool>,
     names: HashMap<String, usize>,
     problems: Vec<LoadProblem>,
+    dirs: DirCache,
     _ticker: Ticker,
 }
 
@@ -107,6 +109,7 @@ impl ToolHost {
             tools: Vec::new(),
             names: HashMap::new(),
             problems: Vec::new(),
+            dirs: DirCache::default(),
         })
     }
 
@@ -212,7 +215,7 @@ impl ToolHost {
         stderr: &CappedPipe,
         denied: &Denials,
     ) -> std::result::Result<Store<CallState>, ToolError> {
-        let state = call_state(grants, &self.workspace, stderr, denied)
+        let state = call_state(grants, &self.workspace, stderr, denied, &self.dirs)
             .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

@@ -24,6 +24,7 @@
 mod bindings;
 mod cache;
 mod clock;
+mod dirs;
 mod engine;
 mod error;
 mod host;

@@ -11,10 +11,11 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::clock::CallClock;
+use crate::dirs::{DirCache, fs_perms};
 use crate::net::{Denials, NetGate};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
@@ -86,7 +87,7 @@ impl ResourceLimiter for MemoryLimiter {
 }
 
 /// One preopened directory: host path, the name the guest sees, permissions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Mount {
     /// Directory on the host.
     pub host: PathBuf,
@@ -207,6 +208,7 @@ pub(crate) fn call_state(
     workspace: &Path,
     stderr: &CappedPipe,
     denied: &Denials,
+    dirs: &DirCache,
 ) -> Result<CallState, String> {
     let mut b = WasiCtxBuilder::new();
     // Calls already run on their own thread: doing file I/O in place avoids a
@@ -225,14 +227,19 @@ pub(crate) fn call_state(
             b.env(name, value);
         }
     }
-    for m in mounts(grants, workspace) {
-        let perms = if m.write {
-            FsPerms::ReadWrite
-        } else {
-            FsPerms::ReadOnly
-        };
-        b.preopened_dir(&m.host, &m.guest, perms)
-            .map_err(|e| format!("cannot open granted directory {}: {e:#}", m.host.display()))?;
+    let mounts = mounts(grants, workspace);
+    let cached = if mounts.is_empty() {
+        None
+    } else {
+        dirs.preopens(&mounts)
+    };
+    if cached.is_none() {
+        for m in &mounts {
+            b.preopened_dir(&m.host, &m.guest, fs_perms(m))
+                .map_err(|e| {
+                    format!("cannot open granted directory {}: {e:#}", m.host.display())
+                })?;
+        }
     }
     // Reported through wasi:cli/environment.initial-cwd for guests that ask.
     if let Some(ws) = workspace
@@ -247,8 +254,12 @@ pub(crate) fn call_state(
         clock.deadline(),
         denied.clone(),
     );
+    let mut wasi = b.build();
+    if let Some(preopens) = cached {
+        *wasi.filesystem() = preopens;
+    }
     Ok(CallState {
-        wasi: b.build(),
+        wasi,
         http: WasiHttpCtx::new(),
         net,
         clock,

@@ -55,18 +55,42 @@ fn main() {
     let args = r#"{"path":"4k.txt"}"#;
     assert!(tools.call("read_file", args).result.is_ok());
 
-    if std::env::args().any(|a| a == "--profile-read") {
-        // A long loop of one call, for `perf record`.
-        for _ in 0..20_000 {
-            tools.call("read_file", args);
+    let missing = r#"{"path":"no-such-file.txt"}"#;
+    assert!(tools.call("read_file", missing).result.is_err());
+
+    // A long loop of one call, for `perf record` or callgrind:
+    // `--profile-read` (the 4 KiB read), `--profile-missing` (a read of a
+    // missing file: guest start-up and one failed open), `--profile-upper`
+    // (the smallest component). `--calls N` sets the count (default 20000).
+    let argv: Vec<String> = std::env::args().collect();
+    let calls = argv
+        .iter()
+        .position(|a| a == "--calls")
+        .and_then(|i| argv.get(i + 1))
+        .map_or(20_000, |n| n.parse().expect("--calls N"));
+    let profile = |name: &str, args: &str, t: &warden_sandbox::Toolset| {
+        for _ in 0..calls {
+            t.call(name, args);
         }
-        return;
+    };
+    if argv.iter().any(|a| a == "--profile-read") {
+        return profile("read_file", args, &tools);
+    }
+    if argv.iter().any(|a| a == "--profile-missing") {
+        return profile("read_file", missing, &tools);
+    }
+    if argv.iter().any(|a| a == "--profile-upper") {
+        let sb2 = Sandbox::new();
+        sb2.policy("[tools.uppercase]\n");
+        let t = sb2.toolset(&[warden_tests::guests::UPPERCASE]);
+        return profile("uppercase", r#"{"text":"a"}"#, &t);
     }
     // Warm up, then measure.
     for _ in 0..200 {
         tools.call("read_file", args);
     }
     let sandboxed = time(3000, || tools.call("read_file", args));
+    let missing_file = time(3000, || tools.call("read_file", missing));
     let native = time(3000, || std::fs::read_to_string(&file).unwrap());
     let tiny = {
         let sb2 = Sandbox::new();
@@ -90,6 +114,10 @@ fn main() {
         us(sandboxed),
         ratio(sandboxed, native)
     );
+    println!(
+        "  read_file, missing file    {:>12}   (fs start-up + one failed open)",
+        us(missing_file)
+    );
     println!("  spawn /bin/cat             {:>12}", us(cat));
     let speedup = ratio(cat, sandboxed);
     println!(
@@ -99,6 +127,9 @@ fn main() {
         verdict(sandboxed <= Duration::from_micros(50))
     );
 
+    if argv.iter().any(|a| a == "--sandbox-only") {
+        return;
+    }
     println!();
     println!("warden tools list, wall time (median)");
     let bin = warden_bin();

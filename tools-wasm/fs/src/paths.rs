@@ -90,27 +90,35 @@ fn escapes(norm: &str) -> bool {
 
 /// Names of the directories the host preopened for this call, as the guest
 /// sees them (for example `.` or `/workspace`). Empty off wasm32.
-pub fn preopens() -> Vec<String> {
-    #[cfg(target_os = "wasi")]
-    {
-        wasip2::filesystem::preopens::get_directories()
-            .into_iter()
-            .map(|(_descriptor, name)| name)
-            .collect()
-    }
-    #[cfg(not(target_os = "wasi"))]
-    {
-        Vec::new()
-    }
+///
+/// Asked of the host once per instance (each call runs in a fresh one), and
+/// only when a path or a message needs them.
+pub fn preopens() -> &'static [String] {
+    static PREOPENS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PREOPENS.get_or_init(|| {
+        #[cfg(target_os = "wasi")]
+        {
+            wasip2::filesystem::preopens::get_directories()
+                .into_iter()
+                .map(|(_descriptor, name)| name)
+                .collect()
+        }
+        #[cfg(not(target_os = "wasi"))]
+        {
+            Vec::new()
+        }
+    })
 }
 
 /// Whether a failure on `path` is best explained by the path lying outside
 /// every granted directory.
 pub fn looks_outside(path: &str) -> bool {
-    looks_outside_in(path, &preopens())
+    looks_outside_in(path, preopens)
 }
 
-fn looks_outside_in(path: &str, preopens: &[String]) -> bool {
+/// [`looks_outside`] with the preopen names from `preopens`, which is only
+/// called for absolute paths (relative ones never need them).
+fn looks_outside_in<'a>(path: &str, preopens: impl FnOnce() -> &'a [String]) -> bool {
     let norm = normalize(path);
     if escapes(&norm) {
         return true;
@@ -120,7 +128,7 @@ fn looks_outside_in(path: &str, preopens: &[String]) -> bool {
     }
     // An absolute path is inside only if an absolute grant contains it. With
     // no absolute grant known, absolute paths are the likely mistake.
-    !preopens
+    !preopens()
         .iter()
         .map(|p| normalize(p))
         .any(|p| p.starts_with('/') && is_within(&norm, &p))
@@ -140,7 +148,7 @@ pub fn outside_message(path: &str) -> String {
 /// Refuses paths that are, or contain, the root of a granted directory:
 /// `.`, `./`, ``, `/`, `..`, a preopen name or an ancestor of one.
 pub fn refuse_grant_root(field: &str, path: &str) -> Result<(), ToolError> {
-    if is_grant_root_in(path, &preopens()) {
+    if is_grant_root_in(path, preopens()) {
         return Err(invalid(format!(
             "refusing to {field} {path:?}: it is the root of a directory granted to this \
              tool (or contains one). Name the entries inside it instead."
@@ -247,12 +255,13 @@ mod tests {
     #[test]
     fn outside() {
         let pre = vec![".".to_string(), "/data".to_string()];
-        assert!(looks_outside_in("../x", &pre));
-        assert!(looks_outside_in("/etc/passwd", &pre));
-        assert!(!looks_outside_in("/data/x", &pre));
-        assert!(!looks_outside_in("a/../x", &pre));
-        assert!(!looks_outside_in("x", &pre));
-        assert!(looks_outside_in("/data/x", &[]));
+        let pre = || pre.as_slice();
+        assert!(looks_outside_in("../x", pre));
+        assert!(looks_outside_in("/etc/passwd", pre));
+        assert!(!looks_outside_in("/data/x", pre));
+        assert!(!looks_outside_in("a/../x", pre));
+        assert!(!looks_outside_in("x", pre));
+        assert!(looks_outside_in("/data/x", || &[]));
     }
 
     #[test]
