@@ -98,16 +98,88 @@ pub fn preopens() -> &'static [String] {
     PREOPENS.get_or_init(|| {
         #[cfg(target_os = "wasi")]
         {
-            wasip2::filesystem::preopens::get_directories()
-                .into_iter()
-                .map(|(_descriptor, name)| name)
-                .collect()
+            directories().iter().map(|(_, name)| name.clone()).collect()
         }
         #[cfg(not(target_os = "wasi"))]
         {
             Vec::new()
         }
     })
+}
+
+/// The preopened directories with their names, asked of the host once per
+/// instance. These are handles of our own, apart from wasi-libc's.
+#[cfg(target_os = "wasi")]
+fn directories() -> &'static [(wasip2::filesystem::types::Descriptor, String)] {
+    static DIRS: std::sync::OnceLock<Vec<(wasip2::filesystem::types::Descriptor, String)>> =
+        std::sync::OnceLock::new();
+    DIRS.get_or_init(wasip2::filesystem::preopens::get_directories)
+}
+
+/// The preopened directory through which wasi-libc would open `path`, and
+/// the path relative to it; `None` when no preopen matches (wasi-libc's
+/// ENOENT). Code that talks to `wasi:filesystem` directly uses this so that
+/// it resolves every path exactly as std does.
+#[cfg(target_os = "wasi")]
+pub fn find_preopen(path: &str) -> Option<(&'static wasip2::filesystem::types::Descriptor, &str)> {
+    let dirs = directories();
+    let i = find_preopen_in(path, dirs.iter().map(|(_, name)| name.as_str()))?;
+    Some((&dirs[i.0].0, i.1))
+}
+
+/// wasi-libc's `__wasilibc_find_abspath` (its working directory is always
+/// `/`, so relative and absolute paths are looked up alike): leading `/` of
+/// the path and leading `/`, `./` and a lone `.` of the preopen names are
+/// dropped; the longest name that matches whole components wins (an empty
+/// name matches everything), the last listed among equals; the rest of the
+/// path, without leading slashes, is relative to it (`.` when empty).
+/// Returns the index of the preopen and the relative path.
+#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
+fn find_preopen_in<'p, 'a>(
+    path: &'p str,
+    names: impl DoubleEndedIterator<Item = &'a str> + ExactSizeIterator,
+) -> Option<(usize, &'p str)> {
+    let path = path.trim_start_matches('/');
+    let mut best: Option<(usize, usize)> = None;
+    for (i, name) in names.enumerate().rev() {
+        let prefix = strip_preopen_name(name);
+        if best.is_none_or(|(_, len)| prefix.len() > len) && prefix_matches(prefix, path) {
+            best = Some((i, prefix.len()));
+        }
+    }
+    let (i, len) = best?;
+    let rel = path[len..].trim_start_matches('/');
+    Some((i, if rel.is_empty() { "." } else { rel }))
+}
+
+/// wasi-libc's `strip_prefixes`.
+#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
+fn strip_preopen_name(mut name: &str) -> &str {
+    loop {
+        if let Some(rest) = name.strip_prefix('/') {
+            name = rest;
+        } else if let Some(rest) = name.strip_prefix("./") {
+            name = rest;
+        } else if name == "." {
+            return "";
+        } else {
+            return name;
+        }
+    }
+}
+
+/// wasi-libc's `prefix_matches`: `prefix` is a whole-component prefix of
+/// `path` (trailing slashes of `prefix` ignored).
+#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
+fn prefix_matches(prefix: &str, path: &str) -> bool {
+    if prefix.is_empty() && !path.starts_with('/') {
+        return true;
+    }
+    if !path.starts_with(prefix) {
+        return false;
+    }
+    let end = prefix.trim_end_matches('/').len();
+    matches!(path.as_bytes().get(end), None | Some(b'/'))
 }
 
 /// Whether a failure on `path` is best explained by the path lying outside
@@ -262,6 +334,30 @@ mod tests {
         assert!(!looks_outside_in("a/../x", pre));
         assert!(!looks_outside_in("x", pre));
         assert!(looks_outside_in("/data/x", || &[]));
+    }
+
+    #[test]
+    fn finds_preopens_like_wasi_libc() {
+        let names = [".", "/w/ws", "docs", "/w/ws/docs", "/data/"];
+        let find = |p| find_preopen_in(p, names.iter().copied());
+        assert_eq!(find("a.txt"), Some((0, "a.txt")));
+        assert_eq!(find("."), Some((0, ".")));
+        assert_eq!(find("docs"), Some((2, ".")));
+        assert_eq!(find("docs/a"), Some((2, "a")));
+        assert_eq!(find("docsx/a"), Some((0, "docsx/a")));
+        assert_eq!(find("/w/ws/a"), Some((1, "a")));
+        assert_eq!(find("/w/ws/docs/a/b"), Some((3, "a/b")));
+        assert_eq!(find("/data/x"), Some((4, "x")));
+        assert_eq!(
+            find("/data"),
+            Some((0, "data")),
+            "the name's slash must match"
+        );
+        // Like wasi-libc, a relative path can match an absolute name.
+        assert_eq!(find("w/ws/a"), Some((1, "a")));
+        // Among equal names the last one listed wins.
+        assert_eq!(find_preopen_in("a", ["/", "."].into_iter()), Some((1, "a")));
+        assert_eq!(find_preopen_in("a", ["b"].into_iter()), None);
     }
 
     #[test]
