@@ -21,6 +21,7 @@
 
 mod bindings;
 mod error;
+mod file;
 mod paths;
 mod text;
 mod tools;

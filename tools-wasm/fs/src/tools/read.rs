@@ -7,13 +7,14 @@ use serde::Deserialize;
 
 use super::read_op;
 use crate::error::{Access, ToolError, invalid, io_error, parse_args};
+use crate::file::{self, MAX_READ};
 use crate::text::{SNIFF_LEN, cut_line, human_size};
 use crate::{Tool, paths};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: usize = 2000;
 /// Largest read buffer: files up to this size are read in one go.
-const READ_BUFFER: usize = 16 * 1024;
+const READ_BUFFER: usize = MAX_READ;
 /// Longer lines are cut.
 const MAX_LINE_CHARS: usize = 2000;
 /// Output stops early past this size, so the continuation note survives
@@ -89,169 +90,6 @@ fn run(args: &str) -> Result<String, ToolError> {
         )),
         RenderError::Io(e) => io_error(&e, path, Access::Read),
     })
-}
-
-/// What `run` needs to know of the file before opening it.
-struct Meta {
-    is_dir: bool,
-    /// A regular file (after following a symlink).
-    regular: bool,
-    len: u64,
-}
-
-/// The file access of `read_file`. Inside the component it talks to
-/// `wasi:filesystem` directly: wasi-libc's `stat` asks the host twice (the
-/// metadata hash for `st_ino`), and reading through its streams costs two
-/// stream reads and a drop. Paths resolve through the same preopen as with
-/// std (see [`paths::find_preopen`]) and errors carry the errno wasi-libc
-/// would set, so messages do not change. Off wasm32: std.
-#[cfg(target_os = "wasi")]
-mod file {
-    use std::io;
-
-    use wasip2::filesystem::types::{
-        Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
-    };
-
-    use super::Meta;
-    use crate::paths;
-
-    /// Metadata of `path`, following a final symlink. Asks without
-    /// following first: only a symlink needs the second question, and for
-    /// anything else the two agree.
-    pub fn stat(path: &str) -> io::Result<Meta> {
-        let (dir, rel) = preopen(path)?;
-        let mut stat = dir.stat_at(PathFlags::empty(), rel).map_err(error)?;
-        if stat.type_ == DescriptorType::SymbolicLink {
-            stat = dir.stat_at(PathFlags::SYMLINK_FOLLOW, rel).map_err(error)?;
-        }
-        Ok(Meta {
-            is_dir: stat.type_ == DescriptorType::Directory,
-            regular: stat.type_ == DescriptorType::RegularFile,
-            len: stat.size,
-        })
-    }
-
-    /// Opens `path` for reading, like `File::open`; `meta` is its [`stat`].
-    pub fn open(path: &str, meta: &Meta) -> io::Result<File> {
-        let (dir, rel) = preopen(path)?;
-        let descriptor = dir
-            .open_at(
-                PathFlags::SYMLINK_FOLLOW,
-                rel,
-                OpenFlags::empty(),
-                DescriptorFlags::READ,
-            )
-            .map_err(error)?;
-        Ok(File {
-            descriptor,
-            pos: 0,
-            end: false,
-            regular: meta.regular,
-        })
-    }
-
-    fn preopen(path: &str) -> io::Result<(&'static Descriptor, &str)> {
-        paths::find_preopen(path).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
-    }
-
-    /// A file read with positioned reads, one host call per buffer fill.
-    pub struct File {
-        descriptor: Descriptor,
-        pos: u64,
-        /// A read came back short: the end of a regular file (its pread
-        /// is short only there), so the next read need not ask the host.
-        end: bool,
-        regular: bool,
-    }
-
-    impl io::Read for File {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.end || buf.is_empty() {
-                return Ok(0);
-            }
-            // Well under the host's cap on one read (64 KiB), so a short
-            // read means the end.
-            let want = buf.len().min(super::READ_BUFFER);
-            let (data, eof) = self.descriptor.read(want as u64, self.pos).map_err(error)?;
-            let n = data.len().min(want);
-            buf[..n].copy_from_slice(&data[..n]);
-            self.pos += n as u64;
-            self.end = eof || n == 0 || (self.regular && n < want);
-            Ok(n)
-        }
-    }
-
-    /// The io error std would report: wasi-libc's errno for `code`.
-    fn error(code: ErrorCode) -> io::Error {
-        io::Error::from_raw_os_error(match code {
-            ErrorCode::Access => libc::EACCES,
-            ErrorCode::WouldBlock => libc::EAGAIN,
-            ErrorCode::Already => libc::EALREADY,
-            ErrorCode::BadDescriptor => libc::EBADF,
-            ErrorCode::Busy => libc::EBUSY,
-            ErrorCode::Deadlock => libc::EDEADLK,
-            ErrorCode::Quota => libc::EDQUOT,
-            ErrorCode::Exist => libc::EEXIST,
-            ErrorCode::FileTooLarge => libc::EFBIG,
-            ErrorCode::IllegalByteSequence => libc::EILSEQ,
-            ErrorCode::InProgress => libc::EINPROGRESS,
-            ErrorCode::Interrupted => libc::EINTR,
-            ErrorCode::Invalid => libc::EINVAL,
-            ErrorCode::Io => libc::EIO,
-            ErrorCode::IsDirectory => libc::EISDIR,
-            ErrorCode::Loop => libc::ELOOP,
-            ErrorCode::TooManyLinks => libc::EMLINK,
-            ErrorCode::MessageSize => libc::EMSGSIZE,
-            ErrorCode::NameTooLong => libc::ENAMETOOLONG,
-            ErrorCode::NoDevice => libc::ENODEV,
-            ErrorCode::NoEntry => libc::ENOENT,
-            ErrorCode::NoLock => libc::ENOLCK,
-            ErrorCode::InsufficientMemory => libc::ENOMEM,
-            ErrorCode::InsufficientSpace => libc::ENOSPC,
-            ErrorCode::NotDirectory => libc::ENOTDIR,
-            ErrorCode::NotEmpty => libc::ENOTEMPTY,
-            ErrorCode::NotRecoverable => libc::ENOTRECOVERABLE,
-            ErrorCode::Unsupported => libc::ENOTSUP,
-            ErrorCode::NoTty => libc::ENOTTY,
-            ErrorCode::NoSuchDevice => libc::ENXIO,
-            ErrorCode::Overflow => libc::EOVERFLOW,
-            ErrorCode::NotPermitted => libc::EPERM,
-            ErrorCode::Pipe => libc::EPIPE,
-            ErrorCode::ReadOnly => libc::EROFS,
-            ErrorCode::InvalidSeek => libc::ESPIPE,
-            ErrorCode::TextFileBusy => libc::ETXTBSY,
-            ErrorCode::CrossDevice => libc::EXDEV,
-        })
-    }
-}
-
-#[cfg(not(target_os = "wasi"))]
-mod file {
-    use std::fs;
-    use std::io;
-
-    pub use fs::File;
-
-    use super::Meta;
-
-    /// Metadata of `path`, following a final symlink (not following first,
-    /// like the component).
-    pub fn stat(path: &str) -> io::Result<Meta> {
-        let mut meta = fs::symlink_metadata(path)?;
-        if meta.file_type().is_symlink() {
-            meta = fs::metadata(path)?;
-        }
-        Ok(Meta {
-            is_dir: meta.is_dir(),
-            regular: meta.is_file(),
-            len: meta.len(),
-        })
-    }
-
-    pub fn open(path: &str, _meta: &Meta) -> io::Result<File> {
-        File::open(path)
-    }
 }
 
 /// Appends `n` right-aligned in 6 columns, like `format!("{n:>6}")` (which
