@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use warden_policy::{Change, ComponentEntry, ToolGrants, TrustState, TrustStore, diff, sha256_hex};
+use warden_policy::{Change, ComponentEntry, ToolGrants, TrustState, decide, diff, sha256_hex};
 
 use crate::workspace::{Workspace, trust_store};
 
@@ -16,10 +16,11 @@ fn current_state(dir: Option<&Path>, warn: bool) -> anyhow::Result<(Workspace, T
     Ok((ws, state))
 }
 
-/// What a workspace never trusted runs with, as a state to compare against:
-/// so the first diff shows what the files add to the safe defaults.
-fn trusted_or_defaults(store: &TrustStore, root: &Path) -> anyhow::Result<TrustState> {
-    match store.load(root)? {
+/// The state to compare against: the trusted one, or for a workspace never
+/// trusted what it runs with (so the first diff shows what the files add to
+/// the safe defaults).
+fn baseline(trusted: Option<TrustState>, root: &Path) -> anyhow::Result<TrustState> {
+    match trusted {
         Some(state) => Ok(state),
         None => state_of(&Workspace::safe_defaults(root), false),
     }
@@ -91,7 +92,7 @@ pub fn run(dir: Option<&Path>, show: bool) -> anyhow::Result<u8> {
         return Ok(0);
     }
     let (ws, current) = current_state(dir, true)?;
-    let changes = diff(&trusted_or_defaults(&store, &ws.root)?, &current);
+    let changes = diff(&baseline(store.load(&ws.root)?, &ws.root)?, &current);
     if changes.is_empty() {
         writeln!(
             out,
@@ -122,14 +123,26 @@ pub fn ask_on_start(dir: Option<&Path>) -> anyhow::Result<()> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Ok(());
     }
-    let Ok((ws, current)) = current_state(dir, false) else {
+    let Ok(ws) = Workspace::open_current(dir) else {
         return Ok(());
     };
     let store = trust_store()?;
-    let Ok(trusted) = trusted_or_defaults(&store, &ws.root) else {
+    let Ok(trusted) = store.load(&ws.root) else {
         return Ok(());
     };
-    let changes = diff(&trusted, &current);
+    // Files as trusted, or nothing to trust: no question, and no component
+    // has to be loaded to know it.
+    let hashes = ws.drop_in_hashes();
+    if decide(trusted.as_ref(), ws.policy_text.as_deref(), &hashes)
+        .notices
+        .is_empty()
+    {
+        return Ok(());
+    }
+    let (Ok(current), Ok(before)) = (state_of(&ws, false), baseline(trusted, &ws.root)) else {
+        return Ok(());
+    };
+    let changes = diff(&before, &current);
     if changes.is_empty() {
         return Ok(());
     }
