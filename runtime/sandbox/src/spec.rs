@@ -127,6 +127,10 @@ impl CheckedSpec {
                 ),
             ));
         }
+        // The fast check first; the errors are worked out only when needed.
+        if self.validator.is_valid(&value) {
+            return Ok(value.to_string());
+        }
         let problems: Vec<String> = self
             .validator
             .iter_errors(&value)
@@ -140,17 +144,14 @@ impl CheckedSpec {
                 }
             })
             .collect();
-        if !problems.is_empty() {
-            return Err(ToolError::new(
-                ErrorKind::InvalidArgs,
-                format!(
-                    "arguments for `{name}` do not match its schema: {}. Expected: {}",
-                    problems.join("; "),
-                    self.usage()
-                ),
-            ));
-        }
-        Ok(value.to_string())
+        Err(ToolError::new(
+            ErrorKind::InvalidArgs,
+            format!(
+                "arguments for `{name}` do not match its schema: {}. Expected: {}",
+                problems.join("; "),
+                self.usage()
+            ),
+        ))
     }
 
     /// A one-line description of the arguments, e.g.

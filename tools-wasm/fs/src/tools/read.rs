@@ -1,7 +1,7 @@
 //! `read_file`: numbered lines of a text file, a window at a time.
 
 use std::fmt::Write as _;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, Read};
 
 use serde::Deserialize;
 
@@ -77,8 +77,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         .unwrap_or(usize::MAX)
         .saturating_add(1)
         .min(READ_BUFFER);
-    let reader = BufReader::with_capacity(capacity, file);
-    render(reader, offset, limit, capacity).map_err(|e| match e {
+    render(file, offset, limit, capacity).map_err(|e| match e {
         RenderError::Binary => invalid(format!(
             "{path} is a binary file ({}); read_file only shows text files",
             human_size(meta.len)
@@ -92,22 +91,22 @@ fn run(args: &str) -> Result<String, ToolError> {
     })
 }
 
-/// Appends `n` right-aligned in 6 columns, like `format!("{n:>6}")` (which
-/// costs several times more inside the component, once per line).
+/// Appends `n` right-aligned in 6 columns and a tab, like
+/// `format!("{n:>6}\t")` (which costs several times more inside the
+/// component, once per line).
 fn push_line_number(out: &mut String, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
+    let mut buf = *b"                    \t"; // room for usize::MAX
+    let mut start = buf.len() - 1;
     loop {
         start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
+        buf[start] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    let width = digits.len() - start;
-    out.extend(std::iter::repeat_n(' ', 6usize.saturating_sub(width)));
-    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+    let start = start.min(buf.len() - 7);
+    out.push_str(std::str::from_utf8(&buf[start..]).expect("ASCII digits"));
 }
 
 /// Why a file could not be rendered.
@@ -124,65 +123,151 @@ pub enum RenderError {
 /// style, adding a note when lines are left out. Streams: only the window
 /// is kept, but every line is read to count them and to check it is text.
 /// Lines end at `\n` or `\r\n`, like `str::lines`. `size_hint` (the file
-/// size, or 0) presizes the output: a text shown whole grows by its line
-/// numbers, about 1/8 for code.
+/// size, or 0) sizes the read buffer and the output: a file up to 16 KiB is
+/// read in one go, and a text shown whole grows by its line numbers, about
+/// 1/8 for code.
 pub fn render(
-    mut reader: impl BufRead,
+    mut reader: impl Read,
     offset: usize,
     limit: usize,
     size_hint: usize,
 ) -> Result<String, RenderError> {
-    let mut out = String::with_capacity(
-        size_hint
-            .saturating_add(size_hint / 4)
-            .min(MAX_OUTPUT_BYTES),
-    );
-    let mut buf = Vec::new();
-    let (mut total, mut sniffed) = (0, 0);
-    let mut last = offset - 1; // last line shown
-    let mut full = false; // output budget used up
+    let mut window = Window {
+        offset,
+        limit,
+        total: 0,
+        last: offset - 1,
+        full: false,
+        sniffed: 0,
+        out: String::with_capacity(
+            size_hint
+                .saturating_add(size_hint / 4)
+                .min(MAX_OUTPUT_BYTES),
+        ),
+    };
+    // `buf[..filled]` holds read bytes; all but a last, unfinished line
+    // are handed to the window after each read.
+    let mut buf = vec![0; size_hint.clamp(64, READ_BUFFER)];
+    let mut filled = 0;
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(RenderError::Io)?;
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0); // a line longer than the buffer
+        }
+        let n = match reader.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(RenderError::Io(e)),
+        };
         if n == 0 {
+            window.lines(&buf[..filled], true)?;
             break;
         }
-        if sniffed < SNIFF_LEN && buf[..n.min(SNIFF_LEN - sniffed)].contains(&0) {
-            return Err(RenderError::Binary);
+        let done = filled;
+        filled += n;
+        if let Some(i) = memchr::memrchr(b'\n', &buf[done..filled]) {
+            let end = done + i + 1;
+            window.lines(&buf[..end], false)?;
+            buf.copy_within(end..filled, 0);
+            filled -= end;
         }
-        sniffed += n;
-        let line = std::str::from_utf8(&buf).map_err(|_| RenderError::Binary)?;
-        total += 1;
-        if full || total < offset || total - offset >= limit {
-            continue;
+    }
+    window.finish()
+}
+
+/// The lines shown so far, and what is known of the file.
+struct Window {
+    offset: usize,
+    limit: usize,
+    /// Lines seen.
+    total: usize,
+    /// The last line shown.
+    last: usize,
+    /// The output budget is used up: later lines are only counted.
+    full: bool,
+    /// Bytes checked for NUL so far.
+    sniffed: usize,
+    out: String,
+}
+
+impl Window {
+    /// Takes whole lines (the last one may lack its `\n` only at the end
+    /// of the file). One pass each finds NUL bytes, checks UTF-8 and counts
+    /// lines past the window; only lines up to its end are split.
+    fn lines(&mut self, bytes: &[u8], at_end: bool) -> Result<(), RenderError> {
+        if bytes.is_empty() {
+            return Ok(());
         }
-        if out.len() >= MAX_OUTPUT_BYTES {
-            full = true;
-            continue;
+        if self.sniffed < SNIFF_LEN {
+            let head = &bytes[..bytes.len().min(SNIFF_LEN - self.sniffed)];
+            if memchr::memchr(0, head).is_some() {
+                return Err(RenderError::Binary);
+            }
+            self.sniffed += head.len();
         }
-        let line = match line.strip_suffix('\n') {
-            Some(l) => l.strip_suffix('\r').unwrap_or(l),
-            None => line,
-        };
-        push_line_number(&mut out, total);
-        out.push('\t');
-        out.push_str(&cut_line(line, MAX_LINE_CHARS));
-        out.push('\n');
-        last = total;
+        // `\n` never occurs inside a multi-byte character, so whole lines
+        // are valid UTF-8 exactly when each line is.
+        let text = std::str::from_utf8(bytes).map_err(|_| RenderError::Binary)?;
+        let unfinished = usize::from(at_end && !text.ends_with('\n'));
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', bytes) {
+            if !self.wants_more() {
+                // Counts the rest without splitting it.
+                self.total += memchr::memchr_iter(b'\n', &bytes[start..]).count() + unfinished;
+                return Ok(());
+            }
+            self.line(&text[start..end]);
+            start = end + 1;
+        }
+        if unfinished == 1 {
+            if self.wants_more() {
+                self.line(&text[start..]);
+            } else {
+                self.total += 1;
+            }
+        }
+        Ok(())
     }
-    if offset > total {
-        return Err(RenderError::PastEnd(total));
+
+    /// True while lines after `total` may still be shown.
+    fn wants_more(&self) -> bool {
+        !self.full && self.total + 1 < self.offset + self.limit
     }
-    if last < total {
-        let _ = write!(
-            out,
-            "[showing lines {offset}-{last} of {total}; call read_file with offset={} to read more]",
-            last + 1
-        );
+
+    /// Takes line number `total + 1` (without its `\n`).
+    fn line(&mut self, line: &str) {
+        self.total += 1;
+        if self.total < self.offset {
+            return;
+        }
+        if self.out.len() >= MAX_OUTPUT_BYTES {
+            self.full = true;
+            return;
+        }
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        push_line_number(&mut self.out, self.total);
+        if line.len() <= MAX_LINE_CHARS {
+            self.out.push_str(line); // bytes >= chars: no cut needed
+        } else {
+            self.out.push_str(&cut_line(line, MAX_LINE_CHARS));
+        }
+        self.out.push('\n');
+        self.last = self.total;
     }
-    Ok(out)
+
+    fn finish(mut self) -> Result<String, RenderError> {
+        let (offset, last, total) = (self.offset, self.last, self.total);
+        if offset > total {
+            return Err(RenderError::PastEnd(total));
+        }
+        if last < total {
+            let _ = write!(
+                self.out,
+                "[showing lines {offset}-{last} of {total}; call read_file with offset={} to read more]",
+                last + 1
+            );
+        }
+        Ok(self.out)
+    }
 }
 
 #[cfg(test)]
@@ -212,7 +297,7 @@ mod tests {
         ] {
             let mut out = String::new();
             push_line_number(&mut out, n);
-            assert_eq!(out, format!("{n:>6}"));
+            assert_eq!(out, format!("{n:>6}\t"));
         }
     }
 
@@ -248,6 +333,84 @@ mod tests {
         late_nul.push(0);
         assert!(!binary(&late_nul));
         assert!(render("é\nü", 2, 1).unwrap().ends_with("\tü\n"));
+    }
+
+    /// Hands out at most `step` bytes per read, so lines straddle reads.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.bytes.len().min(self.step).min(buf.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// `cat -n` of lines `offset..offset+limit`, the obvious way.
+    fn reference(text: &str, offset: usize, limit: usize) -> String {
+        let lines: Vec<&str> = text.lines().collect();
+        let last = (offset - 1 + limit).min(lines.len());
+        let mut out: String = (offset..=last)
+            .map(|n| format!("{n:>6}\t{}\n", lines[n - 1]))
+            .collect();
+        if last < lines.len() {
+            out += &format!(
+                "[showing lines {offset}-{last} of {}; call read_file with offset={} to read more]",
+                lines.len(),
+                last + 1
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn lines_split_across_reads_render_the_same() {
+        let text = "first\r\n\nsecond line, longer than the others\n  é ü\n\n\nlast";
+        for (offset, limit) in [(1, 100), (2, 3), (4, 1), (7, 5), (3, 100)] {
+            let want = reference(text, offset, limit);
+            for step in 1..=text.len() {
+                for hint in [0, 3, text.len()] {
+                    let reader = Trickle {
+                        bytes: text.as_bytes(),
+                        step,
+                    };
+                    let got = super::render(reader, offset, limit, hint).unwrap();
+                    assert_eq!(got, want, "offset {offset} limit {limit} step {step}");
+                }
+            }
+        }
+        assert_eq!(
+            render(&format!("{text}\n"), 1, 100),
+            Ok(reference(text, 1, 100))
+        );
+    }
+
+    #[test]
+    fn a_nul_or_bad_utf8_past_the_first_read_is_found() {
+        let mut bytes = "a\n".repeat(100).into_bytes();
+        bytes.extend_from_slice(b"\xc3\n");
+        let reader = Trickle {
+            bytes: &bytes,
+            step: 7,
+        };
+        assert!(matches!(
+            super::render(reader, 1, 1, 0),
+            Err(RenderError::Binary)
+        ));
+        let mut bytes = "a\n".repeat(100).into_bytes();
+        bytes.push(0);
+        let reader = Trickle {
+            bytes: &bytes,
+            step: 5,
+        };
+        assert!(matches!(
+            super::render(reader, 1, 1, 0),
+            Err(RenderError::Binary)
+        ));
     }
 
     #[test]
