@@ -22,6 +22,9 @@ timeout = "300ms"
 [tools.ok]
 [tools.fail]
 [tools.strict]
+[tools.count]
+[tools.sleep]
+timeout = "400ms"
 "#;
 
 fn hostile() -> (Sandbox, Toolset) {
@@ -170,4 +173,51 @@ fn hostile_calls_in_parallel_do_not_disturb_each_other() {
         assert_eq!(err(spin.join().unwrap()).kind, ErrorKind::Timeout);
         assert_eq!(err(bomb.join().unwrap()).kind, ErrorKind::MemoryLimit);
     });
+}
+
+#[test]
+fn every_call_gets_an_instance_of_its_own() {
+    let (_sb, tools) = hostile();
+    let first = "call 1 of this instance";
+    for _ in 0..6 {
+        assert_eq!(ok(tools.call("count", "{}")), first);
+    }
+    std::thread::sleep(Duration::from_millis(50)); // instances made ahead
+    for _ in 0..3 {
+        assert_eq!(ok(tools.call("count", "{}")), first);
+    }
+    std::thread::scope(|s| {
+        let calls: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| tools.call("count", "{}")))
+            .collect();
+        for c in calls {
+            assert_eq!(ok(c.join().unwrap()), first);
+        }
+    });
+}
+
+#[test]
+fn the_time_limit_starts_with_the_call_not_with_its_instance() {
+    let (_sb, tools) = hostile();
+    assert_eq!(ok(tools.call("sleep", r#"{"ms":5}"#)), "slept 5 ms");
+    // Instances for the next calls are made now and wait longer than the
+    // 400 ms limit: neither their clock nor their deadline may have run.
+    std::thread::sleep(Duration::from_millis(700));
+    let start = Instant::now();
+    assert_eq!(ok(tools.call("sleep", r#"{"ms":200}"#)), "slept 200 ms");
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(200),
+        "the sleep was cut: {took:?}"
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    let start = Instant::now();
+    let e = err(tools.call("sleep", r#"{"ms":5000}"#));
+    let took = start.elapsed();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(
+        took >= Duration::from_millis(400),
+        "stopped early: {took:?}"
+    );
+    assert!(took < Duration::from_secs(3), "stopped late: {took:?}");
 }

@@ -6,6 +6,7 @@
 //! with ones whose timers never outlast the call: the guest wakes at the
 //! deadline, runs wasm again, and the epoch trap stops it as a timeout.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, Resource};
@@ -22,33 +23,60 @@ const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
 const GRACE: Duration = Duration::from_millis(20);
 
 /// The monotonic clock of one call: nanoseconds since the call began.
-#[derive(Clone, Copy)]
+/// Copies share one span, so [`CallClock::restart`] moves every copy's
+/// origin and deadline (an instance made ahead of its call starts its time
+/// when the call does).
+#[derive(Clone)]
 pub(crate) struct CallClock {
+    span: Arc<Mutex<Span>>,
+}
+
+#[derive(Clone, Copy)]
+struct Span {
     origin: Instant,
     deadline: Instant,
 }
 
-impl CallClock {
-    pub(crate) fn new(timeout: Duration) -> CallClock {
+impl Span {
+    fn starting_now(timeout: Duration) -> Span {
         let origin = Instant::now();
-        CallClock {
+        Span {
             origin,
             deadline: origin + timeout,
         }
     }
+}
+
+impl CallClock {
+    pub(crate) fn new(timeout: Duration) -> CallClock {
+        CallClock {
+            span: Arc::new(Mutex::new(Span::starting_now(timeout))),
+        }
+    }
+
+    /// Starts the call's time (and its deadline) anew, now.
+    pub(crate) fn restart(&self, timeout: Duration) {
+        *self.lock() = Span::starting_now(timeout);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Span> {
+        // A panic cannot leave a `Span` half-written: keep using it.
+        self.span.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     /// When the call's time is up.
     pub(crate) fn deadline(&self) -> Instant {
-        self.deadline
+        self.lock().deadline
     }
 
     fn now_ns(&self) -> u64 {
-        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        let origin = self.lock().origin;
+        u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// When a timer of `after` set now should fire: never after the deadline.
     fn wake_at(&self, after: Duration) -> Instant {
-        let cap = self.deadline + GRACE;
+        let cap = self.deadline() + GRACE;
         Instant::now()
             .checked_add(after)
             .map_or(cap, |t| t.min(cap))

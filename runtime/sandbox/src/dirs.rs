@@ -33,7 +33,7 @@ struct CachedDirs {
 
 /// What must not have changed for a kept directory handle to be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct DirId {
+pub(crate) struct DirId {
     dev: u64,
     ino: u64,
     mode: u32,
@@ -55,12 +55,17 @@ impl DirId {
     }
 }
 
+/// The host directories a call's preopens are, each with what must not have
+/// changed for them to be used.
+pub(crate) type Opened = Vec<(PathBuf, DirId)>;
+
 impl DirCache {
-    /// The preopens for `mounts`, from the cache or freshly opened; `None`
-    /// when caching is not possible (the caller then opens them as before).
+    /// The preopens for `mounts`, from the cache or freshly opened, with the
+    /// directories they are; `None` when caching is not possible (the caller
+    /// then opens them as before).
     #[cfg(target_os = "linux")]
-    pub(crate) fn preopens(&self, mounts: &[Mount]) -> Option<WasiFilesystemCtx> {
-        let mut now: Vec<(PathBuf, DirId)> = Vec::new();
+    pub(crate) fn preopens(&self, mounts: &[Mount]) -> Option<(WasiFilesystemCtx, Opened)> {
+        let mut now: Opened = Vec::new();
         for m in mounts {
             if now.iter().all(|(p, _)| *p != m.host) {
                 let meta = std::fs::metadata(&m.host).ok()?;
@@ -71,17 +76,31 @@ impl DirCache {
         if let Some(cached) = entries.get(mounts)
             && cached.opened == now
         {
-            return Some(cached.filesystem.clone());
+            return Some((cached.filesystem.clone(), now));
         }
         let fresh = open_preopens(mounts)?;
-        let filesystem = fresh.filesystem.clone();
+        let found = (fresh.filesystem.clone(), fresh.opened.clone());
         entries.insert(mounts.to_vec(), fresh);
-        Some(filesystem)
+        Some(found)
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub(crate) fn preopens(&self, _mounts: &[Mount]) -> Option<WasiFilesystemCtx> {
+    pub(crate) fn preopens(&self, _mounts: &[Mount]) -> Option<(WasiFilesystemCtx, Opened)> {
         None
+    }
+
+    /// True while every path of `opened` still leads to the directory that
+    /// was opened: what opening the paths now would give.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn unchanged(opened: &Opened) -> bool {
+        opened
+            .iter()
+            .all(|(path, id)| std::fs::metadata(path).is_ok_and(|meta| DirId::of(&meta) == *id))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn unchanged(opened: &Opened) -> bool {
+        opened.is_empty()
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -18,6 +19,7 @@ use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
 use crate::net::Denials;
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
+use crate::warm::{Key, Ready, Warm};
 use crate::wasi::{CallState, CappedPipe, call_state};
 use crate::{ComponentSource, Error, Result};
 
@@ -67,22 +69,74 @@ struct Tool {
 
 /// Loads tool components and runs calls in fresh sandboxed instances.
 pub struct ToolHost {
-    engine: Engine,
+    maker: Maker,
     linker: Linker<CallState>,
     cache: CompileCache,
-    workspace: PathBuf,
     components: Vec<Loaded>,
     tools: Vec<Tool>,
     names: HashMap<String, usize>,
     problems: Vec<LoadProblem>,
-    dirs: DirCache,
+    warm: Warm,
     _ticker: Ticker,
+}
+
+/// What making an instance needs; cloned for the helper that makes them
+/// ahead of calls.
+#[derive(Clone)]
+struct Maker {
+    engine: Engine,
+    workspace: PathBuf,
+    dirs: Arc<DirCache>,
+}
+
+impl Maker {
+    /// A store for one call with `grants`, its stderr and its refused hosts.
+    fn store(
+        &self,
+        grants: &Grants,
+    ) -> std::result::Result<(Store<CallState>, CappedPipe, Denials), ToolError> {
+        let stderr = CappedPipe::default();
+        let denied = Denials::default();
+        let state = call_state(grants, &self.workspace, &stderr, &denied, &self.dirs)
+            .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_trap();
+        arm(&mut store, &grants.limits);
+        Ok((store, stderr, denied))
+    }
+
+    /// A fresh instance of `pre` for one call with `grants`.
+    fn ready(
+        &self,
+        pre: &ComponentPre<CallState>,
+        grants: &Grants,
+    ) -> std::result::Result<Ready, ToolError> {
+        let (mut store, stderr, denied) = self.store(grants)?;
+        match pre.instantiate(&mut store) {
+            Ok(instance) => Ok(Ready {
+                store,
+                instance,
+                stderr,
+                denied,
+            }),
+            Err(e) => Err(classify_trap(&e, &store, &grants.limits, &stderr)),
+        }
+    }
+}
+
+/// Starts the call's time limit now: its clock (sleeps and HTTP waits end
+/// by the deadline) and its epoch deadline (wasm stops at it).
+fn arm(store: &mut Store<CallState>, limits: &Limits) {
+    store.data().clock.restart(limits.timeout);
+    let ticks = limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64;
+    store.set_epoch_deadline(ticks.max(1));
 }
 
 impl std::fmt::Debug for ToolHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolHost")
-            .field("workspace", &self.workspace)
+            .field("workspace", &self.maker.workspace)
             .field("tools", &self.tools.len())
             .finish_non_exhaustive()
     }
@@ -101,15 +155,18 @@ impl ToolHost {
         let workspace = config.workspace.canonicalize().unwrap_or(config.workspace);
         Ok(ToolHost {
             _ticker: Ticker::start(&engine),
-            engine,
+            maker: Maker {
+                engine,
+                workspace,
+                dirs: Arc::default(),
+            },
             linker,
             cache,
-            workspace,
             components: Vec::new(),
             tools: Vec::new(),
             names: HashMap::new(),
             problems: Vec::new(),
-            dirs: DirCache::default(),
+            warm: Warm::start(),
         })
     }
 
@@ -135,7 +192,7 @@ impl ToolHost {
         let hash = warden_policy::sha256_hex(&source.bytes);
         let component = self
             .cache
-            .load(&self.engine, &hash, &source.bytes)
+            .load(&self.maker.engine, &hash, &source.bytes)
             .map_err(|e| not_a_component(&e))?;
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
             format!(
@@ -196,37 +253,17 @@ impl ToolHost {
             },
             from_policy: false,
         };
-        let stderr = CappedPipe::default();
-        let mut store = self
-            .store(&grants, &stderr, &Denials::default())
-            .map_err(|e| e.message)?;
-        let run = pre
-            .instantiate(&mut store)
-            .and_then(|inst| inst.warden_tool_tool().call_describe(&mut store));
-        run.map_err(|e| {
-            let why = classify_trap(&e, &store, &grants.limits, &stderr);
-            format!("describe() failed: {}", why.message)
-        })
-    }
-
-    fn store(
-        &self,
-        grants: &Grants,
-        stderr: &CappedPipe,
-        denied: &Denials,
-    ) -> std::result::Result<Store<CallState>, ToolError> {
-        let state = call_state(grants, &self.workspace, stderr, denied, &self.dirs)
-            .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        store.epoch_deadline_trap();
-        let ticks = grants
-            .limits
-            .timeout
-            .as_nanos()
-            .div_ceil(EPOCH_TICK.as_nanos()) as u64;
-        store.set_epoch_deadline(ticks.max(1));
-        Ok(store)
+        let failed = |why: ToolError| format!("describe() failed: {}", why.message);
+        let Ready {
+            mut store,
+            instance,
+            stderr,
+            ..
+        } = self.maker.ready(pre, &grants).map_err(failed)?;
+        instance
+            .warden_tool_tool()
+            .call_describe(&mut store)
+            .map_err(|e| failed(classify_trap(&e, &store, &grants.limits, &stderr)))
     }
 
     /// All loaded tools, in load order.
@@ -251,14 +288,13 @@ impl ToolHost {
 
     /// The canonical workspace root.
     pub fn workspace(&self) -> &Path {
-        &self.workspace
+        &self.maker.workspace
     }
 
     /// Runs one call of tool `name` (or an alias) with `grants`, in a fresh
     /// instance. Every failure comes back in the outcome, never as a panic.
     pub fn call(&self, name: &str, args: &str, grants: &Grants) -> CallOutcome {
         let start = Instant::now();
-        let stderr = CappedPipe::default();
         let Some(&index) = self.names.get(name) else {
             return CallOutcome {
                 tool: name.to_string(),
@@ -272,10 +308,11 @@ impl ToolHost {
             };
         };
         let tool = &self.tools[index];
+        let mut stderr = String::new();
         let result = tool
             .checked
             .check_args(args)
-            .and_then(|args| self.run(tool, &args, grants, &stderr));
+            .and_then(|args| self.run(tool, &args, grants, &mut stderr));
         let (result, truncated) = match result {
             Ok(out) => {
                 let (out, cut) = cap_output(out, grants.limits.output);
@@ -292,33 +329,55 @@ impl ToolHost {
             result,
             truncated,
             duration: start.elapsed(),
-            stderr: stderr.text(),
+            stderr,
         }
     }
 
+    /// Runs the call in an instance made ahead for these grants, or in one
+    /// made now; `stderr` receives what the guest printed there.
     fn run(
         &self,
         tool: &Tool,
         args: &str,
         grants: &Grants,
-        stderr: &CappedPipe,
+        stderr: &mut String,
     ) -> std::result::Result<String, ToolError> {
         if grants.limits.memory > MAX_MEMORY {
             return Err(ToolError::new(ErrorKind::Failed, "memory limit above 4GiB"));
         }
-        let denied = Denials::default();
-        let mut store = self.store(grants, stderr, &denied)?;
+        let key = Key {
+            component: tool.component,
+            grants: grants.clone(),
+        };
         let pre = &self.components[tool.component].pre;
-        let returned = pre.instantiate(&mut store).and_then(|inst| {
-            inst.warden_tool_tool()
-                .call_call(&mut store, &tool.info.spec.name, args)
-        });
+        let mut ready = match self.warm.take(&key) {
+            Some(ready) => ready,
+            None => self.maker.ready(pre, grants)?,
+        };
+        arm(&mut ready.store, &grants.limits);
+        let returned = ready.instance.warden_tool_tool().call_call(
+            &mut ready.store,
+            &tool.info.spec.name,
+            args,
+        );
         let result = match returned {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(guest_error(e)),
-            Err(e) => Err(classify_trap(&e, &store, &grants.limits, stderr)),
+            Err(e) => Err(classify_trap(
+                &e,
+                &ready.store,
+                &grants.limits,
+                &ready.stderr,
+            )),
         };
-        let denied = denied.lock().expect("denials poisoned");
+        *stderr = ready.stderr.text();
+        let denied = std::mem::take(&mut *ready.denied.lock().expect("denials poisoned"));
+        // The next call's instance first, then this one's teardown.
+        self.warm.refill(&key, || {
+            let (maker, pre, grants) = (self.maker.clone(), pre.clone(), grants.clone());
+            Box::new(move || maker.ready(&pre, &grants).ok())
+        });
+        self.warm.drop_later(ready);
         result.map_err(|mut e| {
             if !denied.is_empty() {
                 e.message

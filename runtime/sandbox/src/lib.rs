@@ -33,6 +33,7 @@ mod outcome;
 mod source;
 mod spec;
 mod toolset;
+mod warm;
 mod wasi;
 
 pub use cache::CacheStats;

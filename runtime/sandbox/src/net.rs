@@ -10,6 +10,8 @@ use http::uri::Scheme;
 use warden_policy::NetworkAllow;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::clock::CallClock;
+
 /// Requests the gate refused during one call, for the message to the model.
 pub(crate) type Denials = Arc<Mutex<Vec<String>>>;
 
@@ -21,15 +23,15 @@ type SendResult = wasmtime_wasi_http::Result<(
 /// The allow-list check and per-call time bound on outgoing requests.
 pub(crate) struct NetGate {
     allow: NetworkAllow,
-    deadline: Instant,
+    clock: CallClock,
     denied: Denials,
 }
 
 impl NetGate {
-    pub(crate) fn new(allow: NetworkAllow, deadline: Instant, denied: Denials) -> NetGate {
+    pub(crate) fn new(allow: NetworkAllow, clock: CallClock, denied: Denials) -> NetGate {
         NetGate {
             allow,
-            deadline,
+            clock,
             denied,
         }
     }
@@ -38,7 +40,8 @@ impl NetGate {
     /// these outside wasm, where the epoch deadline cannot stop it.
     fn bounded(&self, options: Option<RequestOptions>) -> RequestOptions {
         let left = self
-            .deadline
+            .clock
+            .deadline()
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
         let cap = |t: Option<Duration>| Some(t.map_or(left, |t| t.min(left)));

@@ -15,7 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::clock::CallClock;
-use crate::dirs::{DirCache, fs_perms};
+use crate::dirs::{DirCache, Opened, fs_perms};
 use crate::net::{Denials, NetGate};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
@@ -29,6 +29,9 @@ pub(crate) struct CallState {
     pub(crate) clock: CallClock,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
+    /// The directories mounted, when known: an instance made ahead of its
+    /// call is used only while they are unchanged.
+    pub(crate) opened: Option<Opened>,
 }
 
 impl WasiHttpView for CallState {
@@ -216,7 +219,7 @@ pub(crate) fn call_state(
     // set before the preopens, which capture it.
     b.allow_blocking_current_thread(true);
     let clock = CallClock::new(grants.limits.timeout);
-    b.monotonic_clock(clock);
+    b.monotonic_clock(clock.clone());
     b.stdout(CappedPipe::default())
         .stderr(stderr.clone())
         .allow_tcp(false)
@@ -232,6 +235,10 @@ pub(crate) fn call_state(
         None
     } else {
         dirs.preopens(&mounts)
+    };
+    let opened = match &cached {
+        Some((_, opened)) => Some(opened.clone()),
+        None => mounts.is_empty().then(Vec::new),
     };
     if cached.is_none() {
         for m in &mounts {
@@ -251,11 +258,11 @@ pub(crate) fn call_state(
     let limit = usize::try_from(grants.limits.memory).unwrap_or(usize::MAX);
     let net = NetGate::new(
         NetworkAllow::new(&grants.network),
-        clock.deadline(),
+        clock.clone(),
         denied.clone(),
     );
     let mut wasi = b.build();
-    if let Some(preopens) = cached {
+    if let Some((preopens, _)) = cached {
         *wasi.filesystem() = preopens;
     }
     Ok(CallState {
@@ -269,6 +276,7 @@ pub(crate) fn call_state(
             total: 0,
             hit: false,
         },
+        opened,
     })
 }
 

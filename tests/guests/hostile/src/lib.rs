@@ -64,6 +64,11 @@ const TOOLS: &[(&str, &str, &str)] = &[
         ANY_OBJECT,
     ),
     ("cwd", "Returns the current directory.", ANY_OBJECT),
+    (
+        "count",
+        "Counts the calls this instance has served, in a global.",
+        ANY_OBJECT,
+    ),
     ("ok", "Returns \"ok\".", ANY_OBJECT),
     ("fail", "Always fails.", ANY_OBJECT),
     ("strict", "Returns n=<n>.", STRICT),
@@ -124,6 +129,12 @@ impl Guest for Component {
                 Ok(dir) => format!("ok: {}", dir.display()),
                 Err(e) => io_err(&e),
             }),
+            "count" => {
+                use std::sync::atomic::{AtomicU32, Ordering};
+                static CALLS: AtomicU32 = AtomicU32::new(0);
+                let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+                Ok(format!("call {n} of this instance"))
+            }
             "ok" => Ok("ok".into()),
             "fail" => Err(Error::Failed("deliberate failure".into())),
             "strict" => match args.get("n").and_then(Value::as_i64) {

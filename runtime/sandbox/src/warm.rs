@@ -1,0 +1,161 @@
+//! Work kept off a call's path. Every instance still serves exactly one
+//! call; what moves is when it is made and when it is torn down:
+//! - after a call, a helper thread makes instances for the next calls of the
+//!   same component with the same grants (store, WASI context,
+//!   instantiation). Such a call only checks that its directories are
+//!   unchanged, starts its clock and runs;
+//! - a finished call's store is dropped on that thread (its pool slot reset,
+//!   its handles closed) after the result is back.
+//!
+//! When the helper is busy or an instance cannot be made ahead, the call
+//! makes its own, exactly as it would without this module.
+
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use warden_policy::Grants;
+use wasmtime::Store;
+
+use crate::bindings::Component;
+use crate::dirs::DirCache;
+use crate::net::Denials;
+use crate::wasi::{CallState, CappedPipe};
+
+/// Instances kept ready per key: two, so that a call finds one while the
+/// helper replaces the one taken by the call before.
+const PER_KEY: usize = 2;
+/// Instances kept ready in all; each holds a pool slot.
+const MAX_READY: usize = 8;
+/// Jobs waiting for the helper. When it is full, the caller drops its own
+/// stores and nothing more is made ahead.
+const QUEUE: usize = 16;
+
+/// A fresh instance, ready for one call, with what the call reads back.
+pub(crate) struct Ready {
+    pub(crate) store: Store<CallState>,
+    pub(crate) instance: Component,
+    pub(crate) stderr: CappedPipe,
+    pub(crate) denied: Denials,
+}
+
+/// Which calls an instance may serve: those of the same component with the
+/// same grants.
+#[derive(Clone, PartialEq)]
+pub(crate) struct Key {
+    pub(crate) component: usize,
+    pub(crate) grants: Grants,
+}
+
+/// Makes an instance on the helper thread; `None` when that fails (the call
+/// then makes its own, and reports why).
+pub(crate) type Make = Box<dyn FnOnce() -> Option<Ready> + Send>;
+
+enum Job {
+    Make(Key, Make),
+    Drop(Box<Ready>),
+}
+
+#[derive(Default)]
+struct Kept {
+    ready: Vec<(Key, Ready)>,
+    /// Keys whose instances cannot be made ahead (failed, or directories
+    /// that cannot be checked): never tried again.
+    cold: Vec<Key>,
+}
+
+impl Kept {
+    fn wanted(&self, key: &Key) -> usize {
+        if self.cold.contains(key) {
+            return 0;
+        }
+        PER_KEY.saturating_sub(self.ready.iter().filter(|(k, _)| k == key).count())
+    }
+}
+
+/// Instances made ahead, and the helper thread that makes and drops them.
+pub(crate) struct Warm {
+    kept: Arc<Mutex<Kept>>,
+    jobs: Option<SyncSender<Job>>,
+}
+
+impl Warm {
+    /// Starts the helper thread; without one, calls work as before.
+    pub(crate) fn start() -> Warm {
+        let kept = Arc::new(Mutex::new(Kept::default()));
+        let (tx, rx) = sync_channel::<Job>(QUEUE);
+        let shared = kept.clone();
+        let spawned = std::thread::Builder::new()
+            .name("warden-warm".into())
+            .spawn(move || {
+                for job in rx {
+                    match job {
+                        Job::Drop(ready) => drop(ready),
+                        Job::Make(key, make) => make_for(&shared, key, make),
+                    }
+                }
+            });
+        Warm {
+            kept,
+            jobs: spawned.ok().map(|_| tx),
+        }
+    }
+
+    /// An instance made ahead for `key`, if one is kept and every directory
+    /// it mounts is still the one its path leads to.
+    pub(crate) fn take(&self, key: &Key) -> Option<Ready> {
+        let ready = {
+            let mut kept = lock(&self.kept);
+            let i = kept.ready.iter().position(|(k, _)| k == key)?;
+            kept.ready.swap_remove(i).1
+        };
+        let current = (ready.store.data().opened.as_ref()).is_some_and(DirCache::unchanged);
+        if current {
+            Some(ready)
+        } else {
+            self.drop_later(ready);
+            None
+        }
+    }
+
+    /// After a call of `key`: the helper makes instances for the next ones.
+    pub(crate) fn refill(&self, key: &Key, make: impl Fn() -> Make) {
+        let Some(jobs) = &self.jobs else { return };
+        for _ in 0..lock(&self.kept).wanted(key) {
+            if jobs.try_send(Job::Make(key.clone(), make())).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Drops a used (or stale) instance on the helper thread, or here when
+    /// the helper is behind.
+    pub(crate) fn drop_later(&self, ready: Ready) {
+        let Some(jobs) = &self.jobs else { return };
+        match jobs.try_send(Job::Drop(Box::new(ready))) {
+            Ok(()) => {}
+            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => drop(job),
+        }
+    }
+}
+
+/// Makes one instance for `key` unless enough are kept already.
+fn make_for(kept: &Mutex<Kept>, key: Key, make: Make) {
+    if lock(kept).wanted(&key) == 0 {
+        return;
+    }
+    let made = make().filter(|r| r.store.data().opened.is_some());
+    let mut kept = lock(kept);
+    let Some(ready) = made else {
+        kept.cold.push(key);
+        return;
+    };
+    let oldest = (kept.ready.len() >= MAX_READY).then(|| kept.ready.remove(0));
+    kept.ready.push((key, ready));
+    drop(kept);
+    drop(oldest); // outside the lock: dropping takes a while
+}
+
+fn lock(kept: &Mutex<Kept>) -> MutexGuard<'_, Kept> {
+    // Every update of `Kept` is a single push or remove: usable after a panic.
+    kept.lock().unwrap_or_else(|e| e.into_inner())
+}
