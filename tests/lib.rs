@@ -163,6 +163,7 @@ pub fn test_host(ws: &Path) -> ToolHost {
     ToolHost::new(HostConfig {
         workspace: ws.to_path_buf(),
         cache_dir: Some(shared_cache()),
+        make_ahead: true,
     })
     .expect("host")
 }

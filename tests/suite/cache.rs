@@ -7,6 +7,7 @@ fn host(sb: &Sandbox, cache: &std::path::Path) -> ToolHost {
     let mut host = ToolHost::new(HostConfig {
         workspace: sb.ws.clone(),
         cache_dir: Some(cache.to_path_buf()),
+        make_ahead: true,
     })
     .unwrap();
     host.load([builtin_fs(), workspace_source(guests::UPPERCASE)]);

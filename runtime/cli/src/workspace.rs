@@ -181,6 +181,7 @@ impl Workspace {
         let mut host = ToolHost::new(HostConfig {
             workspace: self.root.clone(),
             cache_dir,
+            make_ahead: true,
         })?;
         host.load(
             BUILTINS

@@ -33,6 +33,10 @@ pub struct HostConfig {
     pub workspace: PathBuf,
     /// Folder of the compile cache; `None` compiles every start.
     pub cache_dir: Option<PathBuf>,
+    /// Make each call's instance ahead of the call, on a helper thread, and
+    /// tear it down after the result is back (see `warm.rs`). Off, every
+    /// call makes and drops its own instance in line.
+    pub make_ahead: bool,
 }
 
 /// A component that could not be loaded, and why.
@@ -166,7 +170,7 @@ impl ToolHost {
             tools: Vec::new(),
             names: HashMap::new(),
             problems: Vec::new(),
-            warm: Warm::start(),
+            warm: Warm::new(config.make_ahead),
         })
     }
 
@@ -372,12 +376,10 @@ impl ToolHost {
         };
         *stderr = ready.stderr.text();
         let denied = std::mem::take(&mut *ready.denied.lock().expect("denials poisoned"));
-        // The next call's instance first, then this one's teardown.
-        self.warm.refill(&key, || {
+        self.warm.after_call(&key, ready, || {
             let (maker, pre, grants) = (self.maker.clone(), pre.clone(), grants.clone());
             Box::new(move || maker.ready(&pre, &grants).ok())
         });
-        self.warm.drop_later(ready);
         result.map_err(|mut e| {
             if !denied.is_empty() {
                 e.message

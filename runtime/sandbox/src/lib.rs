@@ -13,7 +13,7 @@
 //! use warden_sandbox::{ComponentSource, HostConfig, ToolHost, Toolset};
 //!
 //! let ws = std::env::current_dir().unwrap();
-//! let mut host = ToolHost::new(HostConfig { workspace: ws.clone(), cache_dir: None }).unwrap();
+//! let mut host = ToolHost::new(HostConfig { workspace: ws.clone(), cache_dir: None, make_ahead: true }).unwrap();
 //! let bytes: &'static [u8] = Box::leak(std::fs::read("fs.wasm").unwrap().into_boxed_slice());
 //! host.load([ComponentSource::builtin("fs", bytes)]);
 //! let tools = Toolset::new(Arc::new(host), &Policy::load(&ws).unwrap());

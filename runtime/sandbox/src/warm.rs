@@ -11,7 +11,7 @@
 //! makes its own, exactly as it would without this module.
 
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use warden_policy::Grants;
 use wasmtime::Store;
@@ -51,7 +51,13 @@ pub(crate) struct Key {
 pub(crate) type Make = Box<dyn FnOnce() -> Option<Ready> + Send>;
 
 enum Job {
-    Make(Key, Make),
+    /// After a call: make instances for the next calls of `key`, then drop
+    /// the used one. One job per call, so one wake-up of the helper.
+    After {
+        key: Key,
+        makes: Vec<Make>,
+        used: Box<Ready>,
+    },
     Drop(Box<Ready>),
 }
 
@@ -74,30 +80,49 @@ impl Kept {
 
 /// Instances made ahead, and the helper thread that makes and drops them.
 pub(crate) struct Warm {
+    enabled: bool,
     kept: Arc<Mutex<Kept>>,
-    jobs: Option<SyncSender<Job>>,
+    /// The helper's queue, started with the first job.
+    jobs: OnceLock<Option<SyncSender<Job>>>,
 }
 
 impl Warm {
-    /// Starts the helper thread; without one, calls work as before.
-    pub(crate) fn start() -> Warm {
-        let kept = Arc::new(Mutex::new(Kept::default()));
-        let (tx, rx) = sync_channel::<Job>(QUEUE);
-        let shared = kept.clone();
-        let spawned = std::thread::Builder::new()
-            .name("warden-warm".into())
-            .spawn(move || {
-                for job in rx {
-                    match job {
-                        Job::Drop(ready) => drop(ready),
-                        Job::Make(key, make) => make_for(&shared, key, make),
-                    }
-                }
-            });
+    /// Disabled, calls make and drop their own instances.
+    pub(crate) fn new(enabled: bool) -> Warm {
         Warm {
-            kept,
-            jobs: spawned.ok().map(|_| tx),
+            enabled,
+            kept: Arc::default(),
+            jobs: OnceLock::new(),
         }
+    }
+
+    /// The helper's queue; `None` when disabled or the thread cannot start.
+    fn jobs(&self) -> Option<&SyncSender<Job>> {
+        if !self.enabled {
+            return None;
+        }
+        let jobs = self.jobs.get_or_init(|| {
+            let (tx, rx) = sync_channel::<Job>(QUEUE);
+            let kept = self.kept.clone();
+            std::thread::Builder::new()
+                .name("warden-warm".into())
+                .spawn(move || {
+                    for job in rx {
+                        match job {
+                            Job::Drop(ready) => drop(ready),
+                            Job::After { key, makes, used } => {
+                                for make in makes {
+                                    make_for(&kept, &key, make);
+                                }
+                                drop(used);
+                            }
+                        }
+                    }
+                })
+                .ok()
+                .map(|_| tx)
+        });
+        jobs.as_ref()
     }
 
     /// An instance made ahead for `key`, if one is kept and every directory
@@ -117,20 +142,25 @@ impl Warm {
         }
     }
 
-    /// After a call of `key`: the helper makes instances for the next ones.
-    pub(crate) fn refill(&self, key: &Key, make: impl Fn() -> Make) {
-        let Some(jobs) = &self.jobs else { return };
-        for _ in 0..lock(&self.kept).wanted(key) {
-            if jobs.try_send(Job::Make(key.clone(), make())).is_err() {
-                return;
-            }
+    /// After a call of `key` in `used`: the helper makes instances for the
+    /// next calls, then drops `used` (here, when the helper is behind).
+    pub(crate) fn after_call(&self, key: &Key, used: Ready, make: impl Fn() -> Make) {
+        let Some(jobs) = self.jobs() else { return };
+        let makes = (0..lock(&self.kept).wanted(key)).map(|_| make()).collect();
+        let job = Job::After {
+            key: key.clone(),
+            makes,
+            used: Box::new(used),
+        };
+        if let Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) = jobs.try_send(job) {
+            drop(job);
         }
     }
 
     /// Drops a used (or stale) instance on the helper thread, or here when
     /// the helper is behind.
     pub(crate) fn drop_later(&self, ready: Ready) {
-        let Some(jobs) = &self.jobs else { return };
+        let Some(jobs) = self.jobs() else { return };
         match jobs.try_send(Job::Drop(Box::new(ready))) {
             Ok(()) => {}
             Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => drop(job),
@@ -139,18 +169,18 @@ impl Warm {
 }
 
 /// Makes one instance for `key` unless enough are kept already.
-fn make_for(kept: &Mutex<Kept>, key: Key, make: Make) {
-    if lock(kept).wanted(&key) == 0 {
+fn make_for(kept: &Mutex<Kept>, key: &Key, make: Make) {
+    if lock(kept).wanted(key) == 0 {
         return;
     }
     let made = make().filter(|r| r.store.data().opened.is_some());
     let mut kept = lock(kept);
     let Some(ready) = made else {
-        kept.cold.push(key);
+        kept.cold.push(key.clone());
         return;
     };
     let oldest = (kept.ready.len() >= MAX_READY).then(|| kept.ready.remove(0));
-    kept.ready.push((key, ready));
+    kept.ready.push((key.clone(), ready));
     drop(kept);
     drop(oldest); // outside the lock: dropping takes a while
 }

@@ -41,6 +41,30 @@ fn spawn(cmd: &mut Command) {
     assert!(status.success(), "{cmd:?} failed");
 }
 
+/// CPU time used so far by every thread of this process (Linux), so that
+/// work moved off a call's path still shows.
+fn process_cpu() -> Option<Duration> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
+}
+
+/// The 4 KiB read with instances made inside each call (`make_ahead` off).
+fn made_in_call(ws: &Path) -> warden_sandbox::Toolset {
+    let mut host = warden_sandbox::ToolHost::new(warden_sandbox::HostConfig {
+        workspace: ws.to_path_buf(),
+        cache_dir: None,
+        make_ahead: false,
+    })
+    .unwrap();
+    host.load([warden_tests::builtin_fs()]);
+    let policy = warden_policy::Policy::load(ws).unwrap();
+    warden_sandbox::Toolset::new(std::sync::Arc::new(host), &policy)
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "meets target" } else { "MISSES target" }
 }
@@ -89,7 +113,30 @@ fn main() {
     for _ in 0..200 {
         tools.call("read_file", args);
     }
+    let cpu_before = process_cpu();
+    let calls_start = Instant::now();
     let sandboxed = time(3000, || tools.call("read_file", args));
+    let cpu_per_call = process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| (after - before) / 3000);
+    let back_to_back = calls_start.elapsed() / 3000;
+    let spaced = median(
+        (0..300)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(1));
+                let t = Instant::now();
+                std::hint::black_box(tools.call("read_file", args));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let in_call = {
+        let t = made_in_call(&sb.ws);
+        for _ in 0..200 {
+            t.call("read_file", args);
+        }
+        time(3000, || t.call("read_file", args))
+    };
     let missing_file = time(3000, || tools.call("read_file", missing));
     let native = time(3000, || std::fs::read_to_string(&file).unwrap());
     let tiny = {
@@ -105,15 +152,31 @@ fn main() {
 
     println!("read_file on a 4 KiB file (median)");
     println!(
-        "  uppercase, smallest tool   {:>12}   (sandbox floor: fresh instance + call)",
+        "  uppercase, smallest tool   {:>12}   (sandbox floor: the smallest component, same path)",
         us(tiny)
     );
     println!("  native std::fs read        {:>12}", us(native));
     println!(
-        "  warden read_file (sandbox) {:>12}   ({:.0}x native)",
+        "  warden read_file (sandbox) {:>12}   ({:.0}x native; calls back to back, instances made ahead)",
         us(sandboxed),
         ratio(sandboxed, native)
     );
+    println!(
+        "  read_file, 1 ms apart      {:>12}   (as in an agent turn: an instance is always waiting)",
+        us(spaced)
+    );
+    println!(
+        "  read_file, made in call    {:>12}   (make_ahead off: instance made and dropped in the call)",
+        us(in_call)
+    );
+    if let Some(cpu) = cpu_per_call {
+        println!(
+            "  CPU per call, all threads  {:>12}   ({:.0}% of the {} each call took back to back)",
+            us(cpu),
+            100.0 * ratio(cpu, back_to_back),
+            us(back_to_back)
+        );
+    }
     println!(
         "  read_file, missing file    {:>12}   (fs start-up + one failed open)",
         us(missing_file)
