@@ -354,9 +354,9 @@ impl ToolHost {
             grants: grants.clone(),
         };
         let pre = &self.components[tool.component].pre;
-        let mut ready = match self.warm.take(&key) {
-            Some(ready) => ready,
-            None => self.maker.ready(pre, grants)?,
+        let (mut ready, made_ahead) = match self.warm.take(&key) {
+            Some(ready) => (ready, true),
+            None => (self.maker.ready(pre, grants)?, false),
         };
         arm(&mut ready.store, &grants.limits);
         let returned = ready.instance.warden_tool_tool().call_call(
@@ -376,7 +376,7 @@ impl ToolHost {
         };
         *stderr = ready.stderr.text();
         let denied = std::mem::take(&mut *ready.denied.lock().expect("denials poisoned"));
-        self.warm.after_call(&key, ready, || {
+        self.warm.after_call(&key, ready, made_ahead, || {
             let (maker, pre, grants) = (self.maker.clone(), pre.clone(), grants.clone());
             Box::new(move || maker.ready(&pre, &grants).ok())
         });

@@ -56,7 +56,7 @@ enum Job {
     After {
         key: Key,
         makes: Vec<Make>,
-        used: Box<Ready>,
+        used: Option<Box<Ready>>,
     },
     Drop(Box<Ready>),
 }
@@ -143,18 +143,32 @@ impl Warm {
     }
 
     /// After a call of `key` in `used`: the helper makes instances for the
-    /// next calls, then drops `used` (here, when the helper is behind).
-    pub(crate) fn after_call(&self, key: &Key, used: Ready, make: impl Fn() -> Make) {
+    /// next calls, then drops `used`. When the call found no instance made
+    /// ahead (`made_ahead` false), the helper is behind: the caller drops
+    /// `used` itself, which leaves the helper time to catch up.
+    pub(crate) fn after_call(
+        &self,
+        key: &Key,
+        used: Ready,
+        made_ahead: bool,
+        make: impl Fn() -> Make,
+    ) {
         let Some(jobs) = self.jobs() else { return };
         let makes = (0..lock(&self.kept).wanted(key)).map(|_| make()).collect();
+        let (used, ours) = if made_ahead {
+            (Some(Box::new(used)), None)
+        } else {
+            (None, Some(used))
+        };
         let job = Job::After {
             key: key.clone(),
             makes,
-            used: Box::new(used),
+            used,
         };
         if let Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) = jobs.try_send(job) {
             drop(job);
         }
+        drop(ours);
     }
 
     /// Drops a used (or stale) instance on the helper thread, or here when
