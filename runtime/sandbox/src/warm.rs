@@ -5,7 +5,8 @@
 //!   instantiation). Such a call only checks that its directories are
 //!   unchanged, starts its clock and runs;
 //! - a finished call's store is dropped on that thread (its pool slot reset,
-//!   its handles closed) after the result is back.
+//!   its handles closed) after the result is back; by the caller when the
+//!   helper is behind.
 //!
 //! When the helper is busy or an instance cannot be made ahead, the call
 //! makes its own, exactly as it would without this module.
