@@ -160,10 +160,15 @@ fn snapshot(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
 
 /// A host for `ws` sharing one compile cache across tests.
 pub fn test_host(ws: &Path) -> ToolHost {
+    test_host_with(ws, true)
+}
+
+/// A tool host for `ws`, making instances ahead of calls or not.
+pub fn test_host_with(ws: &Path, make_ahead: bool) -> ToolHost {
     ToolHost::new(HostConfig {
         workspace: ws.to_path_buf(),
         cache_dir: Some(shared_cache()),
-        make_ahead: true,
+        make_ahead,
     })
     .expect("host")
 }

@@ -161,14 +161,14 @@ impl Warm {
         } else {
             (None, Some(used))
         };
-        let job = Job::After {
-            key: key.clone(),
-            makes,
-            used,
-        };
-        if let Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) = jobs.try_send(job) {
-            drop(job);
-        }
+        send(
+            jobs,
+            Job::After {
+                key: key.clone(),
+                makes,
+                used,
+            },
+        );
         drop(ours);
     }
 
@@ -176,10 +176,15 @@ impl Warm {
     /// the helper is behind.
     pub(crate) fn drop_later(&self, ready: Ready) {
         let Some(jobs) = self.jobs() else { return };
-        match jobs.try_send(Job::Drop(Box::new(ready))) {
-            Ok(()) => {}
-            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => drop(job),
-        }
+        send(jobs, Job::Drop(Box::new(ready)));
+    }
+}
+
+/// Queues `job` for the helper; when it is behind, the job's instances are
+/// dropped here and nothing is made.
+fn send(jobs: &SyncSender<Job>, job: Job) {
+    if let Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) = jobs.try_send(job) {
+        drop(job);
     }
 }
 

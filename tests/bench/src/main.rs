@@ -54,12 +54,7 @@ fn process_cpu() -> Option<Duration> {
 
 /// The 4 KiB read with instances made inside each call (`make_ahead` off).
 fn made_in_call(ws: &Path) -> warden_sandbox::Toolset {
-    let mut host = warden_sandbox::ToolHost::new(warden_sandbox::HostConfig {
-        workspace: ws.to_path_buf(),
-        cache_dir: None,
-        make_ahead: false,
-    })
-    .unwrap();
+    let mut host = warden_tests::test_host_with(ws, false);
     host.load([warden_tests::builtin_fs()]);
     let policy = warden_policy::Policy::load(ws).unwrap();
     warden_sandbox::Toolset::new(std::sync::Arc::new(host), &policy)
