@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use warden_policy::{Grants, Limits, Origin};
 use wasmtime::component::Linker;
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use crate::bindings::{ComponentPre, GuestError};
 use crate::cache::{CacheStats, CompileCache};
 use crate::clock::add_bounded_timers;
 use crate::dirs::DirCache;
-use crate::engine::{EPOCH_TICK, MAX_MEMORY, Ticker, new_engine};
+use crate::engine::{MAX_MEMORY, Ticker, new_engine};
 use crate::net::Denials;
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
@@ -94,29 +94,30 @@ struct Maker {
 }
 
 impl Maker {
-    /// A store for one call with `grants`, its stderr and its refused hosts.
-    fn store(
+    /// A fresh instance of `pre` for one call with `grants`, in a store of
+    /// its own.
+    fn ready(
         &self,
+        pre: &ComponentPre<CallState>,
         grants: &Grants,
-    ) -> std::result::Result<(Store<CallState>, CappedPipe, Denials), ToolError> {
+    ) -> std::result::Result<Ready, ToolError> {
         let stderr = CappedPipe::default();
         let denied = Denials::default();
         let state = call_state(grants, &self.workspace, &stderr, &denied, &self.dirs)
             .map_err(|m| ToolError::new(ErrorKind::Failed, m))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.epoch_deadline_trap();
+        // Checked at every epoch tick against the call's own clock: a
+        // ticker that lags under load cannot let a guest run (or wake from
+        // a capped sleep) past its deadline.
+        store.epoch_deadline_callback(|cx| {
+            Ok(if Instant::now() >= cx.data().clock.deadline() {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Continue(1)
+            })
+        });
         arm(&mut store, &grants.limits);
-        Ok((store, stderr, denied))
-    }
-
-    /// A fresh instance of `pre` for one call with `grants`.
-    fn ready(
-        &self,
-        pre: &ComponentPre<CallState>,
-        grants: &Grants,
-    ) -> std::result::Result<Ready, ToolError> {
-        let (mut store, stderr, denied) = self.store(grants)?;
         match pre.instantiate(&mut store) {
             Ok(instance) => Ok(Ready {
                 store,
@@ -130,11 +131,10 @@ impl Maker {
 }
 
 /// Starts the call's time limit now: its clock (sleeps and HTTP waits end
-/// by the deadline) and its epoch deadline (wasm stops at it).
+/// by the deadline) and the epoch checks that stop wasm at it.
 fn arm(store: &mut Store<CallState>, limits: &Limits) {
     store.data().clock.restart(limits.timeout);
-    let ticks = limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64;
-    store.set_epoch_deadline(ticks.max(1));
+    store.set_epoch_deadline(1);
 }
 
 impl std::fmt::Debug for ToolHost {
