@@ -271,3 +271,67 @@ fn delete_needs_recursive_for_a_non_empty_directory() {
     assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
     assert_eq!(e.message, "no such file or directory: nope");
 }
+
+/// Makes a named pipe at workspace path `rel` (Linux and macOS `mkfifo`).
+fn host_mkfifo(sb: &Sandbox, rel: &str) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(sb.ws.join(rel))
+        .status()
+        .expect("running mkfifo");
+    assert!(status.success(), "mkfifo {rel} failed");
+}
+
+/// Opening a named pipe waits, in the host, for its other end, and no time
+/// limit can stop a host call: every built-in tool that would open one
+/// refuses it first (a copy of a tree leaves it out), so the call ends.
+#[test]
+fn named_pipes_are_refused_at_once_never_waited_for() {
+    let sb = Sandbox::new();
+    host_mkfifo(&sb, "pipe");
+    host_write(&sb, "tree/a.txt", "a\n");
+    host_mkfifo(&sb, "tree/p");
+    let tools = sb.toolset(&[]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let refused = [
+            ("read_file", json!({"path": "pipe"})),
+            ("grep", json!({"pattern": "x", "path": "pipe"})),
+            (
+                "edit_file",
+                json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
+            ),
+            ("write_file", json!({"path": "pipe", "content": "x"})),
+            ("copy", json!({"from": "pipe", "to": "pipe2"})),
+        ]
+        .map(|(name, args)| (name, err(call(&tools, name, args))));
+        let tree = ok(call(&tools, "copy", json!({"from": "tree", "to": "tree2"})));
+        let grep = ok(call(&tools, "grep", json!({"pattern": "a", "path": "."})));
+        let after = ok(call(&tools, "read_file", json!({"path": "hello.txt"})));
+        tx.send((refused, tree, grep, after)).unwrap();
+    });
+    let (refused, tree, grep, after) = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the calls did not finish: a panic above, or a call waiting on a named pipe");
+    for (name, e) in refused {
+        assert_eq!(e.kind, ErrorKind::InvalidArgs, "{name}: {}", e.message);
+        assert!(
+            e.message
+                .contains("pipe is not a regular file (it is a named pipe"),
+            "{name}: {}",
+            e.message
+        );
+    }
+    assert!(
+        tree.contains("skipped 1 named pipe, socket or device (not regular files)")
+            && tree.contains("tree/p"),
+        "{tree}"
+    );
+    assert_eq!(host_read(&sb, "tree2/a.txt"), "a\n");
+    assert!(!sb.ws.join("tree2/p").exists() && !sb.ws.join("pipe2").exists());
+    assert!(grep.contains("tree/a.txt:1: a"), "{grep}");
+    assert!(after.contains("hello"));
+    // The pipe itself is untouched.
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::symlink_metadata(sb.ws.join("pipe")).unwrap();
+    assert!(meta.file_type().is_fifo());
+}

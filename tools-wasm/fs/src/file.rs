@@ -9,7 +9,6 @@ pub struct Meta {
     /// A directory (after following a symlink).
     pub is_dir: bool,
     /// A regular file (after following a symlink).
-    #[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
     pub regular: bool,
     /// Size in bytes.
     pub len: u64,

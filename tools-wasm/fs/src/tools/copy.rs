@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Counts, create_parents, kind_name, lstat, read_op, write_op};
+use super::{Counts, create_parents, is_special, kind_name, lstat, not_regular, read_op, write_op};
 use crate::Tool;
 use crate::error::{ToolError, invalid, is_denied, parse_args};
 use crate::paths::{self, is_within, normalize};
@@ -89,6 +89,9 @@ fn run(args: &str) -> Result<String, ToolError> {
             "{from} is a symlink{target} leading outside the directories this tool may \
              access; copy does not duplicate such links"
         )));
+    }
+    if is_special(src.file_type()) {
+        return Err(not_regular(from, TOOL.name));
     }
     if lstat(to)?.is_none() {
         create_parents(to)?;
@@ -173,6 +176,10 @@ pub fn copy_tree(
         } else if file_type.is_symlink() && leads_outside(&src) {
             counts
                 .skipped_links
+                .push(src.to_string_lossy().into_owned());
+        } else if is_special(file_type) {
+            counts
+                .skipped_special
                 .push(src.to_string_lossy().into_owned());
         } else {
             copy_entry(&src, &dst, overwrite, counts)?;

@@ -4,7 +4,7 @@ use std::fs;
 
 use serde::Deserialize;
 
-use super::{read_op, write_op};
+use super::{not_regular, read_op, write_op};
 use crate::error::{ToolError, invalid, parse_args};
 use crate::text::{as_text, human_size, line_numbers, list_numbers};
 use crate::{Tool, paths};
@@ -57,8 +57,12 @@ fn run(args: &str) -> Result<String, ToolError> {
             "old_text and new_text are identical; nothing to change",
         ));
     }
-    if read_op(path, fs::metadata(path))?.is_dir() {
+    let meta = read_op(path, fs::metadata(path))?;
+    if meta.is_dir() {
         return Err(invalid(format!("{path} is a directory, not a file")));
+    }
+    if !meta.is_file() {
+        return Err(not_regular(path, TOOL.name));
     }
     let bytes = read_op(path, fs::read(path))?;
     let Some(content) = as_text(&bytes) else {

@@ -10,7 +10,7 @@ use globset::GlobMatcher;
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
-use super::read_op;
+use super::{not_regular, read_op};
 use crate::error::{ToolError, invalid, parse_args};
 use crate::text::{SNIFF_LEN, cut_line};
 use crate::{Tool, paths, walk};
@@ -177,6 +177,8 @@ fn run(args: &str) -> Result<String, ToolError> {
         )?;
         notes.extend(summary.notes());
         flow
+    } else if !meta.is_file() {
+        return Err(not_regular(base, TOOL.name));
     } else {
         let file = read_op(base, File::open(base))?;
         match search.lines(base, BufReader::new(file)) {

@@ -11,11 +11,11 @@ pub mod mv;
 pub mod read;
 pub mod write;
 
-use std::fs::{self, Metadata};
+use std::fs::{self, FileType, Metadata};
 use std::io;
 use std::path::Path;
 
-use crate::error::{Access, ToolError, io_error};
+use crate::error::{Access, ToolError, invalid, io_error};
 
 /// Maps the io error of reading `path`.
 pub fn read_op<T>(path: &str, result: io::Result<T>) -> Result<T, ToolError> {
@@ -36,6 +36,23 @@ pub fn lstat(path: &str) -> Result<Option<Metadata>, ToolError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_error(&e, path, Access::Write)),
     }
+}
+
+/// The refusal for a path that is neither a regular file nor a directory
+/// (after following symlinks): a named pipe, a socket or a device. Opening a
+/// named pipe waits for its other end, in the host, past any time limit;
+/// the others have no contents to read or replace.
+pub fn not_regular(path: &str, tool: &str) -> ToolError {
+    invalid(format!(
+        "{path} is not a regular file (it is a named pipe, socket or device); \
+         {tool} only works on regular files"
+    ))
+}
+
+/// True for a named pipe, socket or device: neither a regular file, a
+/// directory nor a symlink.
+pub fn is_special(t: FileType) -> bool {
+    !(t.is_file() || t.is_dir() || t.is_symlink())
 }
 
 /// "file", "directory" or "symlink", for messages.
@@ -70,6 +87,8 @@ pub struct Counts {
     pub bytes: u64,
     /// Symlinks not copied because they lead outside the granted directories.
     pub skipped_links: Vec<String>,
+    /// Named pipes, sockets and devices: not copied.
+    pub skipped_special: Vec<String>,
 }
 
 impl Counts {
@@ -87,19 +106,39 @@ impl Counts {
         parts.join(", ")
     }
 
+    /// True when something was left out of a copy.
+    pub fn skipped_any(&self) -> bool {
+        !(self.skipped_links.is_empty() && self.skipped_special.is_empty())
+    }
+
     /// "; skipped 1 symlink leading outside ...: a/link", or "".
     pub fn skipped_note(&self) -> String {
-        let skipped = &self.skipped_links;
-        if skipped.is_empty() {
-            return String::new();
+        let list = |skipped: &[String]| {
+            let shown: Vec<&str> = skipped.iter().take(10).map(String::as_str).collect();
+            let more = if skipped.len() > 10 { ", ..." } else { "" };
+            format!("{}{more}", shown.join(", "))
+        };
+        let mut note = String::new();
+        let links = &self.skipped_links;
+        if !links.is_empty() {
+            note.push_str(&format!(
+                "; skipped {} symlink{} leading outside the directories this tool may access: {}",
+                links.len(),
+                if links.len() == 1 { "" } else { "s" },
+                list(links)
+            ));
         }
-        let shown: Vec<&str> = skipped.iter().take(10).map(String::as_str).collect();
-        format!(
-            "; skipped {} symlink{} leading outside the directories this tool may access: {}{}",
-            skipped.len(),
-            if skipped.len() == 1 { "" } else { "s" },
-            shown.join(", "),
-            if skipped.len() > 10 { ", ..." } else { "" }
-        )
+        let special = &self.skipped_special;
+        if !special.is_empty() {
+            note.push_str(&format!(
+                "; skipped {} named pipe{}, socket{} or device{} (not regular files): {}",
+                special.len(),
+                if special.len() == 1 { "" } else { "s" },
+                if special.len() == 1 { "" } else { "s" },
+                if special.len() == 1 { "" } else { "s" },
+                list(special)
+            ));
+        }
+        note
     }
 }

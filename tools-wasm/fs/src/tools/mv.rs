@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::copy::{check_pair, copy_entry, copy_tree, source_metadata};
 use super::delete::remove_contents;
-use super::{Counts, create_parents, kind_name, lstat, read_op, write_op};
+use super::{Counts, create_parents, is_special, kind_name, lstat, read_op, write_op};
 use crate::Tool;
 use crate::error::{Access, ToolError, invalid, io_error, parse_args};
 use crate::paths::{self, is_within, normalize};
@@ -120,7 +120,7 @@ fn copy_then_delete(from: &str, to: &str, is_dir: bool) -> Result<(), ToolError>
     let mut counts = Counts::default();
     if is_dir {
         copy_tree(src, dst, false, &mut counts)?;
-        if !counts.skipped_links.is_empty() {
+        if counts.skipped_any() {
             return Err(ToolError::Failed(format!(
                 "{from} and {to} are on different file systems, so the move had to copy; \
                  the copy at {to} is incomplete ({}{}), and {from} was left in place",
@@ -131,6 +131,12 @@ fn copy_then_delete(from: &str, to: &str, is_dir: bool) -> Result<(), ToolError>
         remove_contents(src, &mut Counts::default())?;
         write_op(from, fs::remove_dir(from))
     } else {
+        if fs::symlink_metadata(src).is_ok_and(|m| is_special(m.file_type())) {
+            return Err(invalid(format!(
+                "{from} is a named pipe, socket or device, and {to} is on another file \
+                 system; such a file can only be moved within one file system"
+            )));
+        }
         // The destination was checked above: replacing it is intended.
         copy_entry(src, dst, true, &mut counts)?;
         write_op(from, fs::remove_file(from))

@@ -5,7 +5,7 @@ use std::io::{self, Read};
 
 use serde::Deserialize;
 
-use super::read_op;
+use super::{not_regular, read_op};
 use crate::error::{Access, ToolError, invalid, io_error, parse_args};
 use crate::file::{self, MAX_READ};
 use crate::text::{SNIFF_LEN, cut_line, human_size};
@@ -66,6 +66,9 @@ fn run(args: &str) -> Result<String, ToolError> {
         return Err(invalid(format!(
             "{path} is a directory, not a file; use list_files to see what it contains"
         )));
+    }
+    if !meta.regular {
+        return Err(not_regular(path, TOOL.name));
     }
     if meta.len == 0 {
         return Ok(format!("{path} is empty (0 bytes)"));

@@ -4,7 +4,7 @@ use std::fs;
 
 use serde::Deserialize;
 
-use super::{create_parents, lstat, write_op};
+use super::{create_parents, is_special, lstat, not_regular, write_op};
 use crate::error::{ToolError, invalid, parse_args};
 use crate::{Tool, paths};
 
@@ -52,7 +52,13 @@ fn run(args: &str) -> Result<String, ToolError> {
             )));
         }
         // Through a symlink, report the size of the file it points to.
-        Some(meta) => Some(fs::metadata(path).map_or(meta.len(), |m| m.len())),
+        Some(meta) => match fs::metadata(path) {
+            Ok(target) if is_special(target.file_type()) => {
+                return Err(not_regular(path, TOOL.name));
+            }
+            Ok(target) => Some(target.len()),
+            Err(_) => Some(meta.len()),
+        },
         None => {
             create_parents(path)?;
             None
