@@ -166,7 +166,7 @@ fn main() {
     );
     if let Some(cpu) = cpu_per_call {
         println!(
-            "  CPU per call, all threads  {:>12}   ({:.0}% of the {} each call took back to back)",
+            "  CPU per call, all threads  {:>12}   ({:.0}% of the {} each call took back to back; the helper spins between jobs)",
             us(cpu),
             100.0 * ratio(cpu, back_to_back),
             us(back_to_back)
