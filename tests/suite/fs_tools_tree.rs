@@ -283,11 +283,14 @@ fn host_mkfifo(sb: &Sandbox, rel: &str) {
 
 /// Opening a named pipe waits, in the host, for its other end, and no time
 /// limit can stop a host call: every built-in tool that would open one
-/// refuses it first (a copy of a tree leaves it out), so the call ends.
+/// refuses it first (a copy of a tree leaves it out, a copy with overwrite
+/// replaces one at the destination), so the call ends.
 #[test]
 fn named_pipes_are_refused_at_once_never_waited_for() {
     let sb = Sandbox::new();
     host_mkfifo(&sb, "pipe");
+    host_mkfifo(&sb, "dest-pipe");
+    std::os::unix::fs::symlink("pipe", sb.ws.join("link-to-pipe")).unwrap();
     host_write(&sb, "tree/a.txt", "a\n");
     host_mkfifo(&sb, "tree/p");
     let tools = sb.toolset(&[]);
@@ -301,28 +304,55 @@ fn named_pipes_are_refused_at_once_never_waited_for() {
                 json!({"path": "pipe", "old_text": "a", "new_text": "b"}),
             ),
             ("write_file", json!({"path": "pipe", "content": "x"})),
+            (
+                "write_file",
+                json!({"path": "link-to-pipe", "content": "x"}),
+            ),
             ("copy", json!({"from": "pipe", "to": "pipe2"})),
         ]
         .map(|(name, args)| (name, err(call(&tools, name, args))));
+        let kept = err(call(
+            &tools,
+            "copy",
+            json!({"from": "hello.txt", "to": "dest-pipe"}),
+        ));
+        let replaced = ok(call(
+            &tools,
+            "copy",
+            json!({"from": "hello.txt", "to": "dest-pipe", "overwrite": true}),
+        ));
         let tree = ok(call(&tools, "copy", json!({"from": "tree", "to": "tree2"})));
         let grep = ok(call(&tools, "grep", json!({"pattern": "a", "path": "."})));
         let after = ok(call(&tools, "read_file", json!({"path": "hello.txt"})));
-        tx.send((refused, tree, grep, after)).unwrap();
+        tx.send((refused, kept, replaced, tree, grep, after))
+            .unwrap();
     });
-    let (refused, tree, grep, after) = rx
+    let (refused, kept, replaced, tree, grep, after) = rx
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("the calls did not finish: a panic above, or a call waiting on a named pipe");
     for (name, e) in refused {
         assert_eq!(e.kind, ErrorKind::InvalidArgs, "{name}: {}", e.message);
         assert!(
-            e.message
-                .contains("pipe is not a regular file (it is a named pipe"),
+            e.message.contains(
+                "pipe is a special file (a named pipe, socket or device), not a regular file"
+            ),
             "{name}: {}",
             e.message
         );
     }
     assert!(
-        tree.contains("skipped 1 named pipe, socket or device (not regular files)")
+        kept.message
+            .contains("dest-pipe already exists (a special file)"),
+        "{}",
+        kept.message
+    );
+    assert!(
+        replaced.contains("copied file hello.txt to dest-pipe"),
+        "{replaced}"
+    );
+    assert_eq!(host_read(&sb, "dest-pipe"), "hello\nworld\n");
+    assert!(
+        tree.contains("; skipped 1 special file (a named pipe, socket or device): ")
             && tree.contains("tree/p"),
         "{tree}"
     );

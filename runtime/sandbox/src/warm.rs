@@ -6,12 +6,12 @@
 //!   unchanged, starts its clock and runs;
 //! - a finished call's store is dropped on that thread (its pool slot reset,
 //!   its handles closed) after the result is back; by the caller when the
-//!   helper is behind.
+//!   helper is behind or napping.
 //!
 //! A call never wakes the helper (that would cost the call more than the
 //! helper saves it): the helper spins for its next job, then naps. When it
-//! is behind or an instance cannot be made ahead, the call makes its own,
-//! exactly as it would without this module.
+//! is behind or napping, or an instance cannot be made ahead, the call makes
+//! its own, exactly as it would without this module.
 
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -70,7 +70,7 @@ pub(crate) type Make = Box<dyn FnOnce() -> Option<Ready> + Send>;
 
 enum Job {
     /// After a call: make instances for the next calls of `key`, then drop
-    /// the used one. One job per call, so one wake-up of the helper.
+    /// the used one. One job per call.
     After {
         key: Key,
         makes: Vec<Make>,
@@ -162,8 +162,8 @@ impl Warm {
 
     /// After a call of `key` in `used`: the helper makes instances for the
     /// next calls, then drops `used`. When the call found no instance made
-    /// ahead (`made_ahead` false), the helper is behind: the caller drops
-    /// `used` itself, which leaves the helper time to catch up.
+    /// ahead (`made_ahead` false), the helper is behind or napping: the
+    /// caller drops `used` itself, which leaves the helper time to catch up.
     pub(crate) fn after_call(
         &self,
         key: &Key,
@@ -268,5 +268,17 @@ mod tests {
         sender.join().unwrap();
         // The host is gone: the helper ends.
         assert_eq!(next_job(&rx), None);
+    }
+
+    #[test]
+    fn the_helper_ends_soon_after_the_host_while_it_naps() {
+        let (tx, rx) = sync_channel::<u32>(QUEUE);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done_tx.send(next_job(&rx)).unwrap());
+        // Into the long naps, then the host goes.
+        std::thread::sleep(SHORT_NAPS_FOR * 2);
+        drop(tx);
+        let ended = done.recv_timeout(Duration::from_secs(5));
+        assert_eq!(ended, Ok(None), "the helper did not end with the host");
     }
 }

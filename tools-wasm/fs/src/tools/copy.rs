@@ -210,8 +210,11 @@ pub fn copy_entry(
             )));
         }
         Some(meta) if !overwrite => return Err(exists(&to_shown, kind_name(&meta), "replace it")),
-        // Never write through a symlink at the destination: replace it.
-        Some(meta) if meta.file_type().is_symlink() => write_op(&to_shown, fs::remove_file(to))?,
+        // Never write through a symlink or into a special file (opening a
+        // named pipe would wait for its reader): replace it.
+        Some(meta) if meta.file_type().is_symlink() || is_special(meta.file_type()) => {
+            write_op(&to_shown, fs::remove_file(to))?
+        }
         Some(_) => {}
     }
     let meta = read_op(&from_shown, fs::symlink_metadata(from))?;

@@ -38,30 +38,32 @@ pub fn lstat(path: &str) -> Result<Option<Metadata>, ToolError> {
     }
 }
 
-/// The refusal for a path that is neither a regular file nor a directory
-/// (after following symlinks): a named pipe, a socket or a device. Opening a
-/// named pipe waits for its other end, in the host, past any time limit;
-/// the others have no contents to read or replace.
+/// The refusal to open a special file (after following symlinks): a named
+/// pipe, a socket or a device. Opening a named pipe waits for its other end,
+/// in the host, past any time limit; the others have no contents to read or
+/// replace.
 pub fn not_regular(path: &str, tool: &str) -> ToolError {
     invalid(format!(
-        "{path} is not a regular file (it is a named pipe, socket or device); \
-         {tool} only works on regular files"
+        "{path} is a special file (a named pipe, socket or device), not a regular file; \
+         {tool} does not open those"
     ))
 }
 
-/// True for a named pipe, socket or device: neither a regular file, a
-/// directory nor a symlink.
+/// True for a special file (a named pipe, socket or device): neither a
+/// regular file, a directory nor a symlink.
 pub fn is_special(t: FileType) -> bool {
     !(t.is_file() || t.is_dir() || t.is_symlink())
 }
 
-/// "file", "directory" or "symlink", for messages.
+/// "file", "directory", "symlink" or "special file", for messages.
 pub fn kind_name(meta: &Metadata) -> &'static str {
     let file_type = meta.file_type();
     if file_type.is_symlink() {
         "symlink"
     } else if file_type.is_dir() {
         "directory"
+    } else if is_special(file_type) {
+        "special file"
     } else {
         "file"
     }
@@ -87,7 +89,7 @@ pub struct Counts {
     pub bytes: u64,
     /// Symlinks not copied because they lead outside the granted directories.
     pub skipped_links: Vec<String>,
-    /// Named pipes, sockets and devices: not copied.
+    /// Special files (named pipes, sockets, devices): not copied.
     pub skipped_special: Vec<String>,
 }
 
@@ -113,32 +115,27 @@ impl Counts {
 
     /// "; skipped 1 symlink leading outside ...: a/link", or "".
     pub fn skipped_note(&self) -> String {
-        let list = |skipped: &[String]| {
+        let part = |skipped: &[String], one: &str, many: &str| {
+            if skipped.is_empty() {
+                return String::new();
+            }
             let shown: Vec<&str> = skipped.iter().take(10).map(String::as_str).collect();
-            let more = if skipped.len() > 10 { ", ..." } else { "" };
-            format!("{}{more}", shown.join(", "))
+            format!(
+                "; skipped {} {}: {}{}",
+                skipped.len(),
+                if skipped.len() == 1 { one } else { many },
+                shown.join(", "),
+                if skipped.len() > 10 { ", ..." } else { "" }
+            )
         };
-        let mut note = String::new();
-        let links = &self.skipped_links;
-        if !links.is_empty() {
-            note.push_str(&format!(
-                "; skipped {} symlink{} leading outside the directories this tool may access: {}",
-                links.len(),
-                if links.len() == 1 { "" } else { "s" },
-                list(links)
-            ));
-        }
-        let special = &self.skipped_special;
-        if !special.is_empty() {
-            note.push_str(&format!(
-                "; skipped {} named pipe{}, socket{} or device{} (not regular files): {}",
-                special.len(),
-                if special.len() == 1 { "" } else { "s" },
-                if special.len() == 1 { "" } else { "s" },
-                if special.len() == 1 { "" } else { "s" },
-                list(special)
-            ));
-        }
-        note
+        part(
+            &self.skipped_links,
+            "symlink leading outside the directories this tool may access",
+            "symlinks leading outside the directories this tool may access",
+        ) + &part(
+            &self.skipped_special,
+            "special file (a named pipe, socket or device)",
+            "special files (named pipes, sockets or devices)",
+        )
     }
 }

@@ -96,10 +96,10 @@ fn run(args: &str) -> Result<String, ToolError> {
             replaced = " (replaced an empty directory)";
         }
         Some(dst) => {
-            replaced = if kind_name(&dst) == "symlink" {
-                " (replaced a symlink)"
-            } else {
-                " (replaced a file)"
+            replaced = match kind_name(&dst) {
+                "symlink" => " (replaced a symlink)",
+                "special file" => " (replaced a special file)",
+                _ => " (replaced a file)",
             }
         }
     }
@@ -123,7 +123,7 @@ fn copy_then_delete(from: &str, to: &str, is_dir: bool) -> Result<(), ToolError>
         if counts.skipped_any() {
             return Err(ToolError::Failed(format!(
                 "{from} and {to} are on different file systems, so the move had to copy; \
-                 the copy at {to} is incomplete ({}{}), and {from} was left in place",
+                 the copy at {to} is incomplete, and {from} was left in place. Copied: {}{}",
                 counts.describe(),
                 counts.skipped_note()
             )));
@@ -133,8 +133,8 @@ fn copy_then_delete(from: &str, to: &str, is_dir: bool) -> Result<(), ToolError>
     } else {
         if fs::symlink_metadata(src).is_ok_and(|m| is_special(m.file_type())) {
             return Err(invalid(format!(
-                "{from} is a named pipe, socket or device, and {to} is on another file \
-                 system; such a file can only be moved within one file system"
+                "{from} is a special file (a named pipe, socket or device), and {to} is on \
+                 another file system; a special file can only be moved within one file system"
             )));
         }
         // The destination was checked above: replacing it is intended.
