@@ -19,7 +19,7 @@ use crate::engine::{MAX_MEMORY, Ticker, new_engine};
 use crate::net::Denials;
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
-use crate::warm::{Key, Ready, Warm};
+use crate::warm::{Ready, Warm};
 use crate::wasi::{CallState, CappedPipe, call_state};
 use crate::{ComponentSource, Error, Result};
 
@@ -73,7 +73,7 @@ struct Tool {
 
 /// Loads tool components and runs calls in fresh sandboxed instances.
 pub struct ToolHost {
-    maker: Maker,
+    maker: Arc<Maker>,
     linker: Linker<CallState>,
     cache: CompileCache,
     components: Vec<Loaded>,
@@ -84,9 +84,8 @@ pub struct ToolHost {
     _ticker: Ticker,
 }
 
-/// What making an instance needs; cloned for the helper that makes them
+/// What making an instance needs; shared with the helper that makes them
 /// ahead of calls.
-#[derive(Clone)]
 struct Maker {
     engine: Engine,
     workspace: PathBuf,
@@ -159,11 +158,11 @@ impl ToolHost {
         let workspace = config.workspace.canonicalize().unwrap_or(config.workspace);
         Ok(ToolHost {
             _ticker: Ticker::start(&engine),
-            maker: Maker {
+            maker: Arc::new(Maker {
                 engine,
                 workspace,
                 dirs: Arc::default(),
-            },
+            }),
             linker,
             cache,
             components: Vec::new(),
@@ -349,12 +348,9 @@ impl ToolHost {
         if grants.limits.memory > MAX_MEMORY {
             return Err(ToolError::new(ErrorKind::Failed, "memory limit above 4GiB"));
         }
-        let key = Key {
-            component: tool.component,
-            grants: grants.clone(),
-        };
+        let key = self.warm.key(tool.component, grants);
         let pre = &self.components[tool.component].pre;
-        let (mut ready, made_ahead) = match self.warm.take(&key) {
+        let (mut ready, made_ahead) = match key.as_ref().and_then(|k| self.warm.take(k)) {
             Some(ready) => (ready, true),
             None => (self.maker.ready(pre, grants)?, false),
         };
@@ -376,10 +372,12 @@ impl ToolHost {
         };
         *stderr = ready.stderr.text();
         let denied = std::mem::take(&mut *ready.denied.lock().expect("denials poisoned"));
-        self.warm.after_call(&key, ready, made_ahead, || {
-            let (maker, pre, grants) = (self.maker.clone(), pre.clone(), grants.clone());
-            Box::new(move || maker.ready(&pre, &grants).ok())
-        });
+        if let Some(key) = &key {
+            self.warm.after_call(key, ready, made_ahead, || {
+                let (maker, pre, key) = (self.maker.clone(), pre.clone(), key.clone());
+                Box::new(move || maker.ready(&pre, key.grants()).ok())
+            });
+        }
         result.map_err(|mut e| {
             if !denied.is_empty() {
                 e.message

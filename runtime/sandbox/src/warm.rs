@@ -57,12 +57,27 @@ pub(crate) struct Ready {
 }
 
 /// Which calls an instance may serve: those of the same component with the
-/// same grants.
-#[derive(Clone, PartialEq)]
-pub(crate) struct Key {
-    pub(crate) component: usize,
-    pub(crate) grants: Grants,
+/// same grants. Made by [`Warm::key`], which hands out one shared key per
+/// component and grants: keys compare by address, and a call clones no
+/// grants.
+#[derive(Clone)]
+pub(crate) struct Key(Arc<(usize, Grants)>);
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
+
+impl Key {
+    pub(crate) fn grants(&self) -> &Grants {
+        &self.0.1
+    }
+}
+
+/// Distinct keys (component and grants) that get instances made ahead;
+/// calls with grants beyond these make their own.
+const MAX_KEYS: usize = 64;
 
 /// Makes an instance on the helper thread; `None` when that fails (the call
 /// then makes its own, and reports why).
@@ -100,6 +115,8 @@ impl Kept {
 pub(crate) struct Warm {
     enabled: bool,
     kept: Arc<Mutex<Kept>>,
+    /// Every key handed out.
+    keys: Mutex<Vec<Key>>,
     /// The helper's queue, started with the first job.
     jobs: OnceLock<Option<SyncSender<Job>>>,
 }
@@ -110,6 +127,7 @@ impl Warm {
         Warm {
             enabled,
             kept: Arc::default(),
+            keys: Mutex::default(),
             jobs: OnceLock::new(),
         }
     }
@@ -141,6 +159,25 @@ impl Warm {
                 .map(|_| tx)
         });
         jobs.as_ref()
+    }
+
+    /// The key of calls of `component` with `grants`; `None` when disabled
+    /// or when [`MAX_KEYS`] other keys exist.
+    pub(crate) fn key(&self, component: usize, grants: &Grants) -> Option<Key> {
+        if !self.enabled {
+            return None;
+        }
+        // Every update is a single push: usable after a panic.
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(key) = keys.iter().find(|k| k.0.0 == component && k.0.1 == *grants) {
+            return Some(key.clone());
+        }
+        if keys.len() >= MAX_KEYS {
+            return None;
+        }
+        let key = Key(Arc::new((component, grants.clone())));
+        keys.push(key.clone());
+        Some(key)
     }
 
     /// An instance made ahead for `key`, if one is kept and every directory
@@ -268,6 +305,33 @@ mod tests {
         sender.join().unwrap();
         // The host is gone: the helper ends.
         assert_eq!(next_job(&rx), None);
+    }
+
+    fn grants(env: &str) -> Grants {
+        Grants {
+            dirs: Vec::new(),
+            env: vec![env.to_string()],
+            network: Vec::new(),
+            limits: Default::default(),
+            from_policy: true,
+        }
+    }
+
+    #[test]
+    fn equal_grants_share_a_key_and_different_ones_do_not() {
+        let warm = Warm::new(true);
+        let a = warm.key(0, &grants("A")).unwrap();
+        assert!(warm.key(0, &grants("A")).unwrap() == a);
+        assert!(warm.key(0, &grants("B")).unwrap() != a);
+        assert!(warm.key(1, &grants("A")).unwrap() != a);
+        // Past the cap, new grants get no key (their calls make their own
+        // instances); known ones still do.
+        for i in 0..MAX_KEYS {
+            warm.key(2, &grants(&i.to_string()));
+        }
+        assert!(warm.key(3, &grants("A")).is_none());
+        assert!(warm.key(0, &grants("A")).unwrap() == a);
+        assert!(Warm::new(false).key(0, &grants("A")).is_none());
     }
 
     #[test]
