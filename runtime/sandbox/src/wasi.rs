@@ -231,14 +231,15 @@ pub(crate) fn call_state(
         }
     }
     let mounts = mounts(grants, workspace);
-    let cached = if mounts.is_empty() {
+    let found = if mounts.is_empty() {
         None
     } else {
         dirs.preopens(&mounts)
     };
-    let opened = match &cached {
-        Some((_, opened)) => Some(opened.clone()),
-        None => mounts.is_empty().then(Vec::new),
+    let (cached, opened) = match found {
+        Some((preopens, opened)) => (Some(preopens), Some(opened)),
+        // No mounts: nothing to check. Opened in place: cannot be checked.
+        None => (None, mounts.is_empty().then(Vec::new)),
     };
     if cached.is_none() {
         for m in &mounts {
@@ -262,7 +263,7 @@ pub(crate) fn call_state(
         denied.clone(),
     );
     let mut wasi = b.build();
-    if let Some((preopens, _)) = cached {
+    if let Some(preopens) = cached {
         *wasi.filesystem() = preopens;
     }
     Ok(CallState {

@@ -394,26 +394,18 @@ mod tests {
 
     #[test]
     fn a_nul_or_bad_utf8_past_the_first_read_is_found() {
-        let mut bytes = "a\n".repeat(100).into_bytes();
-        bytes.extend_from_slice(b"\xc3\n");
-        let reader = Trickle {
-            bytes: &bytes,
-            step: 7,
-        };
-        assert!(matches!(
-            super::render(reader, 1, 1, 0),
-            Err(RenderError::Binary)
-        ));
-        let mut bytes = "a\n".repeat(100).into_bytes();
-        bytes.push(0);
-        let reader = Trickle {
-            bytes: &bytes,
-            step: 5,
-        };
-        assert!(matches!(
-            super::render(reader, 1, 1, 0),
-            Err(RenderError::Binary)
-        ));
+        for (tail, step) in [(&b"\xc3\n"[..], 7), (&b"\0"[..], 5)] {
+            let mut bytes = "a\n".repeat(100).into_bytes();
+            bytes.extend_from_slice(tail);
+            let reader = Trickle {
+                bytes: &bytes,
+                step,
+            };
+            assert!(
+                matches!(super::render(reader, 1, 1, 0), Err(RenderError::Binary)),
+                "{tail:?}"
+            );
+        }
     }
 
     #[test]
