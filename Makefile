@@ -17,8 +17,9 @@ tools: wasm-target
 test-guests: wasm-target
 	cargo build $(WASM) --manifest-path tests/guests/Cargo.toml
 
+## The warden binary only: a fresh clone builds it without the test guests.
 build: tools
-	cargo build --release --workspace --bins
+	cargo build --release -p warden-cli
 
 test: tools test-guests
 	cargo build --release --workspace --bins

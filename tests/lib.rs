@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
-use warden_policy::{Origin, Policy};
-use warden_sandbox::{CallOutcome, ComponentSource, HostConfig, ToolHost, Toolset};
+use warden_policy::Origin;
+use warden_sandbox::{CacheConfig, CallControl, CallOutcome, ComponentSource, HostConfig, ToolHost};
+use warden_state::StateDir;
+use warden_workspace::{Folders, Toolset, Workspace};
 
 mod http_peer;
 pub use http_peer::HttpPeer;
@@ -70,14 +71,26 @@ impl Sandbox {
         to
     }
 
-    /// A toolset with the built-in `fs` component plus `extra` components
-    /// (loaded as workspace drop-ins), under the workspace policy.
-    pub fn toolset(&self, extra: &[&str]) -> Toolset {
-        let mut host = test_host(&self.ws);
-        host.load([builtin_fs()]);
-        host.load(extra.iter().map(|p| workspace_source(p)));
-        let policy = Policy::load(&self.ws).expect("valid policy");
-        Toolset::new(Arc::new(host), &policy)
+    /// The toolset `warden trust` would accept: the built-ins plus `extra`
+    /// components (copied into `.warden/tools/`), under the current policy,
+    /// built by the workspace crate as `warden` builds it.
+    pub fn toolset(&self, extra: &[&str]) -> Tools {
+        for path in extra {
+            let name = Path::new(path).file_name().unwrap().to_str().unwrap();
+            self.drop_in(path, name);
+        }
+        let ws = Workspace::open_current(Some(&self.ws), self.folders()).expect("workspace");
+        Tools(ws.toolset(None).expect("toolset"))
+    }
+
+    /// The per-user folders of this sandbox, with the compile cache shared
+    /// by all tests (under one test key).
+    pub fn folders(&self) -> Folders {
+        let mut f = Folders::under(&self.home);
+        f.cache = shared_cache();
+        let state = StateDir::open(&f.state, "warden").unwrap();
+        state.write_atomic("cache-key", &TEST_KEY).unwrap();
+        f
     }
 
     /// Every file under the sandbox's parent folder with its content, to
@@ -158,19 +171,40 @@ fn snapshot(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
     }
 }
 
-/// A host for `ws` sharing one compile cache across tests.
-pub fn test_host(ws: &Path) -> ToolHost {
-    test_host_with(ws, true)
+/// The toolset of a workspace, called as the tests call it.
+#[derive(Debug)]
+pub struct Tools(pub Toolset);
+
+impl Tools {
+    /// Runs one call with raw argument text, not cancelled.
+    pub fn call(&self, name: &str, args: &str) -> CallOutcome {
+        self.0.call(name, args, &CallControl::new())
+    }
 }
 
-/// A tool host for `ws`, making instances ahead of calls or not.
-pub fn test_host_with(ws: &Path, make_ahead: bool) -> ToolHost {
-    ToolHost::new(HostConfig {
-        workspace: ws.to_path_buf(),
-        cache_dir: Some(shared_cache()),
-        make_ahead,
-    })
-    .expect("host")
+impl std::ops::Deref for Tools {
+    type Target = Toolset;
+    fn deref(&self) -> &Toolset {
+        &self.0
+    }
+}
+
+/// The compile cache key of every test.
+const TEST_KEY: [u8; 32] = [7; 32];
+
+/// A host for `ws` sharing one compile cache across tests.
+pub fn test_host(ws: &Path) -> ToolHost {
+    let mut config = HostConfig::new(ws.to_path_buf());
+    config.cache = Some(cache_at(&shared_cache()));
+    ToolHost::new(config).expect("host")
+}
+
+/// A compile cache in `dir` under the test key.
+pub fn cache_at(dir: &Path) -> CacheConfig {
+    CacheConfig {
+        dir: StateDir::open(dir, "warden/compiled").unwrap(),
+        key: TEST_KEY,
+    }
 }
 
 fn shared_cache() -> PathBuf {

@@ -29,9 +29,11 @@ fn bodies(mock: &MockLlm) -> Vec<Value> {
 
 /// The transcript lines of the only session, each parsed.
 fn transcript(sb: &Sandbox) -> (String, Vec<Value>) {
-    let dir = sb.ws.join(".warden/sessions");
-    let files: Vec<_> = std::fs::read_dir(&dir)
+    // Sessions live in the user's state folder, one folder per workspace.
+    assert!(!sb.ws.join(".warden/sessions").exists());
+    let files: Vec<_> = std::fs::read_dir(sb.home.join("state/warden/sessions"))
         .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");

@@ -7,7 +7,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use warden_agent::client::ClientConfig;
 use warden_agent::settings::{Protocol, Settings};
-use warden_agent::{Agent, AgentError, AgentTool, ToolDef, ToolResult, ToolRunner};
+use warden_agent::{Agent, AgentError, AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner};
 use warden_mock_llm::{MockLlm, answer, calls, check_chat_body};
 
 /// Tools that sleep: `slow_read` (read-only) and `slow_write` (mutates).
@@ -28,12 +28,25 @@ impl ToolRunner for Slow {
             .collect()
     }
 
-    fn call(&self, name: &str, arguments: &str) -> ToolResult {
-        std::thread::sleep(Duration::from_millis(400));
+    fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(400) {
+            if cancel.is_cancelled() {
+                return ToolResult {
+                    ok: false,
+                    output: "cancelled".into(),
+                    error_kind: Some("cancelled".into()),
+                    duration: start.elapsed(),
+                    ..ToolResult::default()
+                };
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         ToolResult {
             ok: true,
             output: format!("{name} {arguments}"),
-            duration: Duration::from_millis(400),
+            duration: start.elapsed(),
+            ..ToolResult::default()
         }
     }
 }
@@ -160,4 +173,17 @@ fn cancelling_during_tool_calls_keeps_the_history_valid() {
     let body = &mock.requests()[1].body;
     check_chat_body(body).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert!(body.to_string().contains("cancelled by the user"));
+    // The running write was stopped, not waited for: it never finished.
+    let tool_texts: Vec<String> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tool_texts.len(), 2, "{tool_texts:?}");
+    assert!(
+        tool_texts.iter().all(|t| !t.contains("slow_write {}")),
+        "{tool_texts:?}"
+    );
 }

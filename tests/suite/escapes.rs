@@ -1,7 +1,8 @@
 //! Escapes through real tool calls fail, and nothing outside the workspace changes.
 
 use serde_json::json;
-use warden_sandbox::{ErrorKind, Toolset};
+use warden_sandbox::ErrorKind;
+use warden_tests::Tools as Toolset;
 use warden_tests::{Sandbox, err, guests, ok};
 
 fn call(tools: &Toolset, name: &str, args: serde_json::Value) -> warden_sandbox::CallOutcome {

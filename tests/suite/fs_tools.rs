@@ -4,7 +4,8 @@
 //! covers the tools that walk or reshape directories.
 
 use serde_json::json;
-use warden_sandbox::{CallOutcome, ErrorKind, Toolset};
+use warden_sandbox::{CallOutcome, ErrorKind};
+use warden_tests::Tools as Toolset;
 use warden_tests::{Sandbox, err, ok};
 
 /// Calls `name` with JSON arguments.

@@ -3,7 +3,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warden_sandbox::{ErrorKind, Toolset};
+use warden_sandbox::ErrorKind;
+use warden_tests::Tools as Toolset;
 use warden_tests::{Sandbox, err, guests, ok, run_ok};
 
 const POLICY: &str = r#"

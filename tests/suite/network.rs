@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warden_sandbox::{ErrorKind, Toolset};
+use warden_sandbox::ErrorKind;
+use warden_tests::Tools as Toolset;
 use warden_tests::{HttpPeer, Sandbox, err, guests, ok, run, run_ok};
 
 fn hostile(policy: &str) -> (Sandbox, Toolset) {

@@ -1,5 +1,7 @@
-//! Append-only JSONL session transcripts, one file per session under
-//! `<workspace>/.warden/sessions/`.
+//! Append-only JSONL session transcripts, one file per session in a
+//! per-user folder outside the workspace (`$XDG_STATE_HOME/warden/sessions/
+//! <workspace id>/`), reached without following symlinks ([`StateDir`]):
+//! no tool can read or rewrite them, and a planted link redirects nothing.
 //!
 //! Each line is one [`Record`], written with a single `write_all` and a
 //! flush, so a crash loses at most the line being written; reading skips
@@ -11,12 +13,13 @@
 #[cfg(test)]
 mod tests;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use warden_state::StateDir;
 
 use crate::{Message, Usage};
 
@@ -106,34 +109,34 @@ pub struct Summary {
     pub path: PathBuf,
 }
 
-/// The directory of transcripts.
-#[derive(Debug, Clone)]
+/// The folder of one workspace's transcripts.
+#[derive(Debug)]
 pub struct SessionStore {
-    dir: PathBuf,
+    dir: StateDir,
 }
 
 impl SessionStore {
-    /// A store in `dir` (usually `<workspace>/.warden/sessions`); nothing is
-    /// created until the first [`SessionStore::create`].
-    pub fn new(dir: PathBuf) -> Self {
+    /// A store in `dir`, a folder of warden's own.
+    pub fn new(dir: StateDir) -> Self {
         SessionStore { dir }
     }
 
-    /// The directory holding the transcripts.
+    /// The folder holding the transcripts.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     /// Starts a new, empty transcript with a fresh id.
     pub fn create(&self) -> io::Result<Session> {
-        fs::create_dir_all(&self.dir)?;
         loop {
             let id = new_id();
-            let path = self.path_of(&id);
             // `create_new` makes the id unique even if two sessions start in
             // the same second with the same random suffix.
-            match OpenOptions::new().append(true).create_new(true).open(&path) {
-                Ok(file) => return Ok(Session { id, path, file }),
+            match self.dir.create_new(file_name(&id)) {
+                Ok(file) => {
+                    let path = self.path_of(&id);
+                    return Ok(Session { id, path, file });
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -147,25 +150,19 @@ impl SessionStore {
     pub fn open(&self, id: &str) -> Result<(Session, Vec<Record>), SessionError> {
         let not_found = || SessionError::NotFound {
             id: id.to_string(),
-            dir: self.dir.clone(),
+            dir: self.dir.path().to_path_buf(),
         };
         // The id becomes a file name: refuse anything that could leave the
         // directory.
-        if id.is_empty()
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+        if !valid_id(id) {
             return Err(not_found());
         }
         let path = self.path_of(id);
-        let text = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
-            Err(e) => return Err(e.into()),
+        let Some(text) = self.dir.read(file_name(id))? else {
+            return Err(not_found());
         };
         let (records, valid) = read_records(&text, &path)?;
-        let mut file = OpenOptions::new().append(true).open(&path)?;
+        let mut file = self.dir.open_append(file_name(id))?;
         if valid < text.len() {
             file.set_len(valid as u64)?;
         } else if text.last().is_some_and(|&b| b != b'\n') {
@@ -182,39 +179,68 @@ impl SessionStore {
         ))
     }
 
+    /// The records of transcript `id`, without opening it for writing.
+    pub fn read(&self, id: &str) -> Result<Vec<Record>, SessionError> {
+        let not_found = || SessionError::NotFound {
+            id: id.to_string(),
+            dir: self.dir.path().to_path_buf(),
+        };
+        if !valid_id(id) {
+            return Err(not_found());
+        }
+        let Some(text) = self.dir.read(file_name(id))? else {
+            return Err(not_found());
+        };
+        Ok(read_records(&text, &self.path_of(id))?.0)
+    }
+
+    /// Deletes transcript `id`.
+    pub fn remove(&self, id: &str) -> Result<(), SessionError> {
+        if !valid_id(id) || self.dir.read(file_name(id))?.is_none() {
+            return Err(SessionError::NotFound {
+                id: id.to_string(),
+                dir: self.dir.path().to_path_buf(),
+            });
+        }
+        Ok(self.dir.remove(file_name(id))?)
+    }
+
     /// All transcripts, most recently updated first. Unreadable files and
     /// bad lines are skipped: one damaged transcript must not hide the rest.
     pub fn list(&self) -> io::Result<Vec<Summary>> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let path = entry?.path();
-            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else {
+        for name in self.dir.files()? {
+            let Some(id) = name.strip_suffix(&format!(".{EXT}")) else {
                 continue;
             };
-            if path.extension().and_then(|e| e.to_str()) != Some(EXT) {
-                continue;
-            }
-            let Ok(text) = fs::read_to_string(&path) else {
+            let Ok(Some(bytes)) = self.dir.read(&name) else {
                 continue;
             };
+            let text = String::from_utf8_lossy(&bytes);
             let records: Vec<Record> = text
                 .lines()
                 .filter_map(|l| serde_json::from_str(l).ok())
                 .collect();
-            out.push(summary(id.to_string(), path.clone(), &records));
+            out.push(summary(id.to_string(), self.path_of(id), &records));
         }
         out.sort_by(|a, b| (&b.updated, &b.started, &b.id).cmp(&(&a.updated, &a.started, &a.id)));
         Ok(out)
     }
 
     fn path_of(&self, id: &str) -> PathBuf {
-        self.dir.join(format!("{id}.{EXT}"))
+        self.dir.path().join(file_name(id))
     }
+}
+
+fn file_name(id: &str) -> String {
+    format!("{id}.{EXT}")
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// An open transcript, appended to record by record.

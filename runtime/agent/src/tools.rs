@@ -1,6 +1,10 @@
 //! How the agent sees tools: a small trait, so it never touches wasmtime.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use serde_json::Value;
 
 use crate::ToolDef;
 
@@ -9,12 +13,12 @@ use crate::ToolDef;
 pub struct AgentTool {
     /// Name, description, argument schema.
     pub def: ToolDef,
-    /// Whether a call can change state (such calls never run concurrently).
+    /// Whether a call can change state: such calls run alone, in order.
     pub mutates: bool,
 }
 
 /// What one call returned.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ToolResult {
     /// False when the text is an error for the model to act on.
     pub ok: bool,
@@ -22,14 +26,66 @@ pub struct ToolResult {
     pub output: String,
     /// Wall time of the call.
     pub duration: Duration,
+    /// For an error, its kind (`invalid_args`, `denied`, `timeout`,
+    /// `cancelled`, ...).
+    pub error_kind: Option<String>,
+    /// True when the output was cut at the tool's output limit.
+    pub truncated: bool,
+    /// The arguments as the runner parsed them (once), when they parsed.
+    pub arguments: Option<Value>,
 }
 
-/// Runs tool calls. Implemented by the sandbox toolset in the CLI; tests may
+/// Cancellation of one tool call, shared by the agent (which cancels) and
+/// the runner (which stops the call: before it starts, it never runs;
+/// while it runs, it is interrupted).
+#[derive(Clone, Default)]
+pub struct CallCancel(Arc<CancelInner>);
+
+#[derive(Default)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    hook: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for CallCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CallCancel")
+            .field(&self.is_cancelled())
+            .finish()
+    }
+}
+
+impl CallCancel {
+    /// Cancels the call and runs the runner's hook, if any.
+    pub fn cancel(&self) {
+        self.0.cancelled.store(true, Ordering::SeqCst);
+        let hook = self.0.hook.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hook) = hook.as_ref() {
+            hook();
+        }
+    }
+
+    /// Whether the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Runs `hook` when the call is cancelled (at once if it already was).
+    pub fn on_cancel(&self, hook: impl Fn() + Send + Sync + 'static) {
+        let mut slot = self.0.hook.lock().unwrap_or_else(|e| e.into_inner());
+        if self.is_cancelled() {
+            hook();
+        }
+        *slot = Some(Box::new(hook));
+    }
+}
+
+/// Runs tool calls. Implemented by the workspace's bound toolset; tests may
 /// implement it directly. Unknown names and bad arguments come back as a
 /// failed [`ToolResult`], never as a panic.
 pub trait ToolRunner: Send + Sync + 'static {
     /// The tools to offer.
     fn tools(&self) -> Vec<AgentTool>;
-    /// Runs one call, blocking.
-    fn call(&self, name: &str, arguments: &str) -> ToolResult;
+    /// Runs one call, blocking, until it answers or `cancel` stops it.
+    fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult;
 }

@@ -7,15 +7,16 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use warden_agent::session::{self, Record, SessionStore};
+use warden_agent::session::{self, Record};
 use warden_agent::settings::{self, Overrides, Protocol};
 use warden_agent::{Agent, AgentError};
 
-use crate::approval::{Approver, Mode};
+use warden_policy::{inert, inert_text};
+use warden_workspace::{ApprovalMode, SandboxRunner, Workspace};
+
+use crate::approval::Approver;
 use crate::args::ModelFlags;
 use crate::events::Renderer;
-use crate::runner::SandboxRunner;
-use crate::workspace::Workspace;
 
 /// Exit code of a task that failed (API error, turn limit).
 pub const EXIT_FAILED: u8 = 3;
@@ -27,23 +28,12 @@ pub const EXIT_CANCELLED: u8 = 130;
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-fn sessions_dir(ws: &Workspace) -> std::path::PathBuf {
-    ws.root.join(".warden/sessions")
-}
-
 /// Builds the agent: settings, tools, transcript (new or resumed).
 pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<Agent> {
-    let approver = Approver::new(
-        Mode::parse(ws.policy.approval()),
-        flags.yes,
-        ws.root.clone(),
-    );
-    let user_cfg = dirs::config_dir()
-        .map(|d| d.join("warden/config.toml"))
-        .map(|p| warden_policy::load_user_config(&p))
-        .transpose()
-        .map_err(|e| ConfigError(format!("{e:#}")))?
-        .unwrap_or_default();
+    let mode = ApprovalMode::parse(ws.policy.approval());
+    let approver = Approver::new(flags.yes);
+    let user_cfg = warden_policy::load_user_config(&ws.folders.config_file())
+        .map_err(|e| ConfigError(format!("{e:#}")))?;
     let env = |k: &str| std::env::var(k).ok();
     let protocol = match &flags.protocol {
         Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
@@ -61,9 +51,15 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
     let mut settings = settings::resolve(&user_cfg.model, ws.policy.model(), &env, &overrides)
         .map_err(|e| ConfigError(e.to_string()))?;
     settings::backoff_from_env(&env, &mut settings.client);
-    let tools = ws.toolset()?;
+    let tools = ws.toolset(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
-    let store = SessionStore::new(sessions_dir(ws));
+    if !approver.can_approve() && tools.enabled().any(|t| mode.asks(t.grants())) {
+        eprintln!(
+            "note: no terminal and no --yes: calls that need approval (writes, network) will be \
+             refused; pass --yes to allow them"
+        );
+    }
+    let store = ws.sessions()?;
     let (mut session, history) = match resume {
         Some(id) => {
             let (s, records) = store.open(id).map_err(|e| ConfigError(e.to_string()))?;
@@ -85,7 +81,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
     })?;
     let agent = Agent::new(
         settings,
-        Arc::new(SandboxRunner { tools, approver }),
+        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver))),
         ws.root.clone(),
         Some(session),
         history,
@@ -161,7 +157,7 @@ pub fn run(
                 r.emit(json!({"type": "final", "text": answer, "session": session_id}));
             } else {
                 if r.streamed == 0 {
-                    print!("{answer}");
+                    print!("{}", inert_text(&answer));
                 }
                 if !answer.ends_with('\n') {
                     println!();
@@ -178,7 +174,7 @@ pub fn run(
             if json {
                 r.emit(json!({"type": "error", "message": e.to_string(), "session": session_id}));
             }
-            eprintln!("error: {e}");
+            eprintln!("error: {}", inert(&e.to_string()));
             eprintln!(
                 "session {session_id} keeps what was done: `warden run --resume {session_id} \"...\"` continues it"
             );
@@ -192,7 +188,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
     let mut agent = build(ws, flags, resume)?;
     let rt = tokio::runtime::Runtime::new()?;
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
-    let history = dirs::state_dir().map(|d| d.join("warden/history"));
+    let history = ws.folders.history().ok().map(|d| d.path().join("history"));
     if let Some(h) = &history {
         let _ = rl.load_history(h);
     }
@@ -251,18 +247,15 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
         match send(&rt, &mut agent, &mut r, text) {
             Ok(answer) => {
                 if r.streamed == 0 {
-                    print!("{answer}");
+                    print!("{}", inert_text(&answer));
                 }
                 println!();
             }
             Err(AgentError::Cancelled) => eprintln!("\ncancelled; the conversation is kept"),
-            Err(e) => eprintln!("error: {e}"),
+            Err(e) => eprintln!("error: {}", inert(&e.to_string())),
         }
     }
     if let Some(h) = &history {
-        if let Some(dir) = h.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
         let _ = rl.save_history(h);
     }
     Ok(0)
@@ -270,7 +263,8 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
 
 /// `warden sessions`.
 pub fn sessions(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
-    let list = SessionStore::new(sessions_dir(ws)).list()?;
+    let store = ws.sessions()?;
+    let list = store.list()?;
     let mut out = std::io::stdout().lock();
     if json {
         let v: Vec<_> = list
@@ -281,7 +275,7 @@ pub fn sessions(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if list.is_empty() {
-        writeln!(out, "no sessions yet in {}", display(&sessions_dir(ws)))?;
+        writeln!(out, "no sessions yet in {}", display(store.dir()))?;
         return Ok(0);
     }
     let mut rows = vec![vec![
@@ -295,7 +289,7 @@ pub fn sessions(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             s.id.clone(),
             s.updated.clone(),
             s.messages.to_string(),
-            s.title.clone(),
+            inert(&s.title).into_owned(),
         ]);
     }
     out.write_all(crate::render::table(&rows).as_bytes())?;

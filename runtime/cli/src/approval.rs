@@ -2,52 +2,23 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
+use warden_policy::{inert, inert_text};
+use warden_sandbox::Mount;
+use warden_workspace::{ApprovalRequest, Approve, Verdict};
+
 use crate::style::paint;
-
-/// When to ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Never ask.
-    Never,
-    /// Ask for calls of tools that change state.
-    Writes,
-    /// Ask for every call.
-    Always,
-}
-
-impl Mode {
-    /// From the policy value ("never", "writes", "always").
-    pub fn parse(s: &str) -> Mode {
-        match s {
-            "never" => Mode::Never,
-            "always" => Mode::Always,
-            _ => Mode::Writes,
-        }
-    }
-}
-
-/// The user's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Run the call.
-    Allow,
-    /// Refuse it, with the message the model sees.
-    Refuse(String),
-}
 
 /// Decides per call, asking on the terminal when it must.
 pub struct Approver {
-    mode: Mode,
     yes: bool,
     interactive: bool,
     fancy: bool,
-    workspace: PathBuf,
     always: Mutex<HashSet<String>>,
     // One prompt at a time, even when read-only calls run concurrently.
     prompt: Mutex<()>,
@@ -55,38 +26,35 @@ pub struct Approver {
 
 impl Approver {
     /// `yes` approves everything (`--yes`).
-    pub fn new(mode: Mode, yes: bool, workspace: PathBuf) -> Approver {
+    pub fn new(yes: bool) -> Approver {
         Approver {
-            mode,
             yes,
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
             fancy: crate::style::stderr_is_fancy(),
-            workspace,
             always: Mutex::new(HashSet::new()),
             prompt: Mutex::new(()),
         }
     }
 
-    /// Whether `tool` may run with `arguments`.
-    pub fn check(&self, tool: &str, mutates: bool, arguments: &str) -> Verdict {
-        let needed = match self.mode {
-            Mode::Never => false,
-            Mode::Writes => mutates,
-            Mode::Always => true,
-        };
-        if !needed || self.yes || self.always.lock().expect("poisoned").contains(tool) {
+    /// Whether calls that need approval can be asked about (a terminal, or
+    /// `--yes`): without either they are all refused.
+    pub fn can_approve(&self) -> bool {
+        self.yes || self.interactive
+    }
+}
+
+impl Approve for Approver {
+    fn approve(&self, request: &ApprovalRequest<'_>) -> Verdict {
+        let tool = request.tool;
+        if self.yes || self.always.lock().expect("poisoned").contains(tool) {
             return Verdict::Allow;
         }
         if !self.interactive {
             return Verdict::Refuse(format!(
-                "error (denied): `{tool}` needs the user's approval (approval = \"{}\" in warden.toml), \
-                 but warden runs without a terminal and without --yes, so the call was refused. \
+                "error (denied): `{tool}` needs the user's approval (it is granted {}), but \
+                 warden runs without a terminal and without --yes, so the call was refused. \
                  Do not retry it; say what you would change instead.",
-                if self.mode == Mode::Always {
-                    "always"
-                } else {
-                    "writes"
-                }
+                request.grants.summary(Path::new("/"))
             ));
         }
         let _one = self.prompt.lock().expect("poisoned");
@@ -99,7 +67,7 @@ impl Approver {
         let _ = write!(
             err,
             "{}",
-            preview(tool, arguments, &self.workspace, self.fancy)
+            preview(tool, request.arguments, request.mounts, self.fancy)
         );
         let _ = write!(
             err,
@@ -127,19 +95,32 @@ impl Approver {
     }
 }
 
-/// What a call will do: a diff for file writes and edits, else the arguments.
-pub fn preview(tool: &str, arguments: &str, workspace: &Path, fancy: bool) -> String {
-    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+/// Largest current file shown in a write preview.
+const PREVIEW_MAX: u64 = 256 * 1024;
+
+/// What a call will do: a diff for file writes and edits, else the
+/// arguments. Everything from the model is shown inert.
+pub fn preview(tool: &str, args: &Value, mounts: &[Mount], fancy: bool) -> String {
     let s = |k: &str| args.get(k).and_then(Value::as_str);
     match (tool, s("path")) {
         ("write_file", Some(path)) => {
-            let old = std::fs::read_to_string(workspace.join(path)).unwrap_or_default();
+            let old = match current_text(path, mounts) {
+                Ok(text) => text,
+                Err(why) => {
+                    return format!(
+                        "  {} ({why})\n{}",
+                        inert(path),
+                        diff("", s("content").unwrap_or(""), fancy)
+                    );
+                }
+            };
             let new = s("content").unwrap_or("");
-            format!("  {path}\n{}", diff(&old, new, fancy))
+            format!("  {}\n{}", inert(path), diff(&old, new, fancy))
         }
         ("edit_file", Some(path)) => {
             format!(
-                "  {path}\n{}",
+                "  {}\n{}",
+                inert(path),
                 diff(
                     s("old_text").unwrap_or(""),
                     s("new_text").unwrap_or(""),
@@ -149,9 +130,62 @@ pub fn preview(tool: &str, arguments: &str, workspace: &Path, fancy: bool) -> St
         }
         _ => format!(
             "  {}\n",
-            serde_json::to_string_pretty(&args).unwrap_or_else(|_| arguments.into())
+            inert_text(&serde_json::to_string_pretty(args).unwrap_or_default())
         ),
     }
+}
+
+/// The current text of `path` as the tool would see it: looked up in the
+/// tool's mounts and opened by the kernel beneath the mounted directory
+/// (no `..`, no symlink out, no special file, no more than
+/// [`PREVIEW_MAX`]). Anything else is not shown.
+fn current_text(path: &str, mounts: &[Mount]) -> Result<String, &'static str> {
+    use std::io::Read;
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    // The longest mount the path is under; relative paths are under `.`.
+    let (mount, rel) = mounts
+        .iter()
+        .filter_map(|m| {
+            if m.guest == "." && !path.starts_with('/') {
+                return Some((m, path));
+            }
+            let rest = path.strip_prefix(m.guest.as_str())?;
+            (rest.is_empty() || rest.starts_with('/'))
+                .then(|| (m, rest.trim_start_matches('/')))
+        })
+        .max_by_key(|(m, _)| m.guest.len())
+        .ok_or("outside the tool's directories")?;
+    let rel = if rel.is_empty() { "." } else { rel };
+    let dir = rustix::fs::open(
+        &mount.host,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|_| "its directory cannot be opened")?;
+    let fd = match rustix::fs::openat2(
+        &dir,
+        rel,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(String::new()),
+        Err(_) => return Err("cannot be read beneath the tool's directory"),
+    };
+    let file = std::fs::File::from(fd);
+    let meta = file.metadata().map_err(|_| "cannot be read")?;
+    if !meta.is_file() {
+        return Err("not a regular file");
+    }
+    if meta.len() > PREVIEW_MAX {
+        return Err("the current file is too large to show");
+    }
+    let mut bytes = Vec::new();
+    file.take(PREVIEW_MAX)
+        .read_to_end(&mut bytes)
+        .map_err(|_| "cannot be read")?;
+    String::from_utf8(bytes).map_err(|_| "the current file is not text")
 }
 
 fn diff(old: &str, new: &str, fancy: bool) -> String {
@@ -162,7 +196,7 @@ fn diff(old: &str, new: &str, fancy: bool) -> String {
             ChangeTag::Insert => ("+", "32"),
             ChangeTag::Equal => (" ", ""),
         };
-        let line = format!("{sign} {}", change.value().trim_end_matches('\n'));
+        let line = format!("{sign} {}", inert(change.value().trim_end_matches('\n')));
         out.push_str(&if code.is_empty() {
             line
         } else {
@@ -176,56 +210,70 @@ fn diff(old: &str, new: &str, fancy: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn mount(dir: &Path) -> Vec<Mount> {
+        vec![Mount {
+            host: dir.to_path_buf(),
+            guest: ".".into(),
+            write: true,
+        }]
+    }
 
     #[test]
     fn write_preview_is_a_line_diff_against_the_current_file() {
-        let dir = std::env::temp_dir().join(format!("warden-approval-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("a.txt"), "one\ntwo\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let m = mount(dir.path());
         let p = preview(
             "write_file",
-            r#"{"path":"a.txt","content":"one\nthree\n"}"#,
-            &dir,
+            &json!({"path":"a.txt","content":"one\nthree\n"}),
+            &m,
             false,
         );
         assert_eq!(p, "  a.txt\n  one\n- two\n+ three\n");
         let p = preview(
             "edit_file",
-            r#"{"path":"a.txt","old_text":"two","new_text":"2"}"#,
-            &dir,
+            &json!({"path":"a.txt","old_text":"two","new_text":"2"}),
+            &m,
             false,
         );
         assert_eq!(p, "  a.txt\n- two\n+ 2\n");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn non_interactive_runs_refuse_writes_unless_yes() {
-        let a = Approver {
-            interactive: false,
-            ..Approver::new(Mode::Writes, false, PathBuf::from("."))
-        };
-        assert_eq!(a.check("read_file", false, "{}"), Verdict::Allow);
-        assert!(
-            matches!(a.check("write_file", true, "{}"), Verdict::Refuse(m) if m.contains("--yes"))
+    fn the_preview_never_reads_outside_the_mounts_or_special_files() {
+        let base = tempfile::tempdir().unwrap();
+        let ws = base.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(base.path().join("secret.txt"), "TOP SECRET\n").unwrap();
+        std::os::unix::fs::symlink("../secret.txt", ws.join("link")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            ws.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let m = mount(&ws);
+        let secret = base.path().join("secret.txt").display().to_string();
+        for path in ["../secret.txt", "link", secret.as_str(), "/dev/zero", "fifo"] {
+            let p = preview("write_file", &json!({"path": path, "content": "x\n"}), &m, false);
+            assert!(!p.contains("SECRET"), "{path}: {p}");
+            assert!(p.contains("+ x"), "{path}: {p}");
+        }
+    }
+
+    #[test]
+    fn model_text_in_a_preview_is_inert() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = preview(
+            "delete",
+            &json!({"path": "a\u{1b}[2J\u{1b}]0;owned\u{7}"}),
+            &mount(dir.path()),
+            false,
         );
-        let yes = Approver {
-            interactive: false,
-            ..Approver::new(Mode::Writes, true, PathBuf::from("."))
-        };
-        assert_eq!(yes.check("write_file", true, "{}"), Verdict::Allow);
-        let never = Approver {
-            interactive: false,
-            ..Approver::new(Mode::Never, false, PathBuf::from("."))
-        };
-        assert_eq!(never.check("write_file", true, "{}"), Verdict::Allow);
-        let always = Approver {
-            interactive: false,
-            ..Approver::new(Mode::Always, false, PathBuf::from("."))
-        };
-        assert!(matches!(
-            always.check("read_file", false, "{}"),
-            Verdict::Refuse(_)
-        ));
+        assert!(!p.contains('\u{1b}'), "{p:?}");
     }
 }

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use serde_json::json;
 use warden_agent::Event;
+use warden_policy::{inert, inert_text};
 
 use crate::style::{Spinner, paint, stderr_is_fancy};
 
@@ -53,8 +54,9 @@ impl Renderer {
                 if self.json {
                     self.emit(json!({"type": "text", "text": t}));
                 } else {
+                    // The model's text cannot drive the terminal.
                     let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(t.as_bytes());
+                    let _ = out.write_all(inert_text(t).as_bytes());
                     let _ = out.flush();
                     self.at_line_start = t.ends_with('\n');
                 }
@@ -74,8 +76,9 @@ impl Renderer {
                             self.fancy,
                             "33",
                             &format!(
-                                "retrying in {:.1}s (attempt {attempt}): {reason}",
-                                wait.as_secs_f64()
+                                "retrying in {:.1}s (attempt {attempt}): {}",
+                                wait.as_secs_f64(),
+                                inert(reason)
                             )
                         )
                     );
@@ -85,7 +88,10 @@ impl Renderer {
                 if self.json {
                     self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
                 } else {
-                    eprintln!("note: switching to the text tool protocol: {reason}");
+                    eprintln!(
+                        "note: switching to the text tool protocol: {}",
+                        inert(reason)
+                    );
                 }
             }
             Event::ToolStart {
@@ -116,6 +122,7 @@ impl Renderer {
                     self.at_line_start = true;
                 }
                 let key = key_argument(arguments);
+                let name = inert(name);
                 let ms = result.duration.as_millis();
                 let line = if result.ok {
                     paint(self.fancy, "32", &format!("  ✓ {name} {key} ({ms} ms)"))
@@ -151,8 +158,9 @@ fn key_argument(arguments: &str) -> String {
     cut(pick.unwrap_or(""), 60)
 }
 
+/// One line of at most `max` characters, inert.
 fn cut(s: &str, max: usize) -> String {
-    let one_line = s.replace('\n', " ");
+    let one_line = inert(&s.replace('\n', " ")).into_owned();
     if one_line.chars().count() <= max {
         one_line
     } else {

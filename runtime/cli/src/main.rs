@@ -6,16 +6,20 @@ mod args;
 mod events;
 mod policy_cmd;
 mod render;
-mod runner;
 mod style;
 mod tools_cmd;
 mod trust_cmd;
-mod workspace;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use warden_policy::inert;
+use warden_workspace::{Folders, Workspace};
+
+// Host allocations made for a tool call count against its memory limit.
+#[global_allocator]
+static ALLOC: warden_sandbox::HostAlloc = warden_sandbox::HostAlloc;
 
 /// Exit code of a tool call that returned an error.
 const EXIT_TOOL_ERROR: u8 = 1;
@@ -30,7 +34,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            let _ = writeln!(std::io::stderr(), "error: {}", inert(&format!("{e:#}")));
             // Errors that reach here stop before any work: setup, usage,
             // configuration. Failed runs return their own code (3, 130).
             ExitCode::from(EXIT_CONFIG)
@@ -39,16 +43,21 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<u8> {
+    let folders = Folders::from_env()?;
+    let dir = cli.workspace.as_deref();
     if let args::Command::Trust { show } = cli.command {
-        return trust_cmd::run(cli.workspace.as_deref(), show);
+        return trust_cmd::run(dir, folders, show);
     }
     if matches!(
         cli.command,
         args::Command::Run { .. } | args::Command::Chat { .. }
     ) {
-        trust_cmd::ask_on_start(cli.workspace.as_deref())?;
+        trust_cmd::ask_on_start(dir, &folders)?;
     }
-    let ws = workspace::Workspace::open(cli.workspace.as_deref())?;
+    let ws = Workspace::open(dir, folders)?;
+    for n in &ws.notices {
+        eprintln!("note: {}", inert(n));
+    }
     match cli.command {
         args::Command::Tools { command } => tools_cmd::run(&ws, command),
         args::Command::Policy { json } => policy_cmd::run(&ws, json),

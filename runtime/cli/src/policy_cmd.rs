@@ -3,12 +3,14 @@
 use std::io::Write;
 
 use serde_json::json;
+use warden_policy::{Capability, inert};
+
+use warden_workspace::Workspace;
 
 use crate::render;
-use crate::workspace::Workspace;
 
 pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
-    let tools = ws.toolset()?;
+    let tools = ws.toolset(Some(render::compiling()))?;
     let mut out = std::io::stdout().lock();
     if json {
         let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
@@ -36,26 +38,31 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             continue;
         };
         writeln!(out, "{} ({}):", e.info.spec.name, e.info.origin)?;
-        if g.dirs.is_empty() {
+        if g.dirs().next().is_none() {
             writeln!(out, "  files:    none")?;
         }
-        for d in &g.dirs {
-            let mode = if d.write { "read-write" } else { "read-only " };
-            writeln!(out, "  files:    {mode} {}", d.path.display())?;
+        for (path, write) in g.dirs() {
+            let mode = if write { "read-write" } else { "read-only " };
+            writeln!(out, "  files:    {mode} {}", inert(&path.display().to_string()))?;
         }
-        writeln!(out, "  env:      {}", list_or_none(&g.env))?;
-        writeln!(out, "  network:  {}", list_or_none(&g.network))?;
+        // Every other kind on one line each, whatever kinds there are.
+        for kind in Capability::KINDS.iter().filter(|k| **k != "files") {
+            let values: Vec<String> = g
+                .caps
+                .iter()
+                .filter(|c| c.kind() == *kind)
+                .map(|c| c.short(&ws.root).1)
+                .collect();
+            let shown = if values.is_empty() {
+                "none".to_string()
+            } else {
+                values.join(", ")
+            };
+            writeln!(out, "  {:<9} {shown}", format!("{kind}:"))?;
+        }
         writeln!(out, "  limits:   {}", g.limits)?;
     }
     drop(out);
     render::warnings(&tools);
     Ok(0)
-}
-
-fn list_or_none(items: &[String]) -> String {
-    if items.is_empty() {
-        "none".to_string()
-    } else {
-        items.join(", ")
-    }
 }

@@ -3,12 +3,13 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use warden_policy::Grants;
-use warden_sandbox::{Entry, Toolset};
+use warden_policy::{Grants, inert};
+use warden_workspace::{Entry, Toolset};
 
-/// First sentence of a description, cut to `max` characters.
+/// First sentence of a description, cut to `max` characters, inert.
 pub fn short(description: &str, max: usize) -> String {
     let first = description.lines().next().unwrap_or("");
+    let first = &inert(first);
     let first = match first.find(". ") {
         Some(i) => &first[..=i],
         None => first,
@@ -32,11 +33,28 @@ pub fn access(grants: Option<&Grants>, workspace: &Path) -> String {
 /// Prints load problems and policy warnings to stderr.
 pub fn warnings(tools: &Toolset) {
     for p in tools.host().problems() {
-        eprintln!("warning: skipped {}: {}", p.location, p.reason);
+        eprintln!(
+            "warning: skipped {}: {}",
+            inert(&p.location),
+            inert(&p.reason)
+        );
     }
     for w in tools.warnings() {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", inert(w));
     }
+}
+
+/// Tells the user when a component is compiled (seconds for a big one).
+pub fn compiling() -> Box<dyn Fn(&str, usize) + Send + Sync> {
+    Box::new(|location, size| {
+        if size > 4 << 20 {
+            eprintln!(
+                "compiling {} ({} MiB); later starts reuse it",
+                inert(location),
+                size >> 20
+            );
+        }
+    })
 }
 
 /// Rows as aligned columns; the last column is not padded.

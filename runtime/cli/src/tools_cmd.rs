@@ -4,15 +4,16 @@ use std::io::{Read, Write};
 
 use anyhow::{Context, bail};
 use serde_json::json;
-use warden_sandbox::Toolset;
+use warden_policy::{inert, inert_text};
+use warden_sandbox::CallControl;
+use warden_workspace::{Toolset, Workspace};
 
 use crate::args::ToolsCommand;
 use crate::render;
-use crate::workspace::Workspace;
 use crate::{EXIT_CONFIG, EXIT_TOOL_ERROR};
 
 pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
-    let tools = ws.toolset()?;
+    let tools = ws.toolset(Some(render::compiling()))?;
     match command {
         ToolsCommand::List { json } => list(ws, &tools, json),
         ToolsCommand::Inspect { name, json } => inspect(ws, &tools, &name, json),
@@ -61,7 +62,10 @@ fn list(ws: &Workspace, tools: &Toolset, json: bool) -> anyhow::Result<u8> {
 
 fn inspect(ws: &Workspace, tools: &Toolset, name: &str, json: bool) -> anyhow::Result<u8> {
     let Some(info) = tools.host().resolve(name) else {
-        bail!("no tool named `{name}`: `warden tools list` shows what is installed");
+        bail!(
+            "no tool named `{}`: `warden tools list` shows what is installed",
+            inert(name)
+        );
     };
     let entry = tools
         .entries()
@@ -83,13 +87,13 @@ fn inspect(ws: &Workspace, tools: &Toolset, name: &str, json: bool) -> anyhow::R
     }
     let s = &info.spec;
     writeln!(out, "{}", s.name)?;
-    writeln!(out, "  {}", s.description.replace('\n', "\n  "))?;
+    writeln!(out, "  {}", inert_text(&s.description).replace('\n', "\n  "))?;
     writeln!(out)?;
     if !s.aliases.is_empty() {
         writeln!(out, "aliases:  {}", s.aliases.join(", "))?;
     }
     writeln!(out, "mutates:  {}", if s.mutates { "yes" } else { "no" })?;
-    writeln!(out, "source:   {} ({})", info.origin, info.location)?;
+    writeln!(out, "source:   {} ({})", info.origin, inert(&info.location))?;
     writeln!(out, "sha256:   {}", info.hash)?;
     match &entry.grants {
         Some(g) => {
@@ -120,12 +124,12 @@ fn call(tools: &Toolset, name: &str, args: String, json: bool) -> anyhow::Result
     if tools.host().resolve(name).is_none() && tools.find(name).is_none() {
         render::warnings(tools);
     }
-    let outcome = tools.call(name, &args);
+    let outcome = tools.call(name, &args, &CallControl::new());
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&outcome)?)?;
     } else if let Ok(text) = &outcome.result {
-        out.write_all(text.as_bytes())?;
+        out.write_all(inert_text(text).as_bytes())?;
         if !text.ends_with('\n') {
             writeln!(out)?;
         }
@@ -135,7 +139,7 @@ fn call(tools: &Toolset, name: &str, args: String, json: bool) -> anyhow::Result
         Ok(_) => Ok(0),
         Err(e) => {
             if !json {
-                eprintln!("{e}");
+                eprintln!("{}", inert_text(&e.to_string()));
             }
             Ok(
                 if e.kind == warden_sandbox::ErrorKind::UnknownTool

@@ -1,81 +1,43 @@
 //! `warden trust`: show what the workspace configuration would grant, compared
 //! with what was last accepted, and accept it.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use warden_policy::{Change, ComponentEntry, ToolGrants, TrustState, decide, diff, sha256_hex};
-
-use crate::workspace::{Workspace, trust_store};
+use warden_policy::{Change, TrustState, decide, diff, inert};
+use warden_workspace::{Folders, Workspace};
 
 /// The state `warden trust` would record for the files as they are now.
-fn current_state(dir: Option<&Path>, warn: bool) -> anyhow::Result<(Workspace, TrustState)> {
-    let ws = Workspace::open_current(dir)?;
-    let state = state_of(&ws, warn)?;
+fn current_state(dir: Option<&Path>, folders: Folders, warn: bool) -> anyhow::Result<(Workspace, TrustState)> {
+    let ws = Workspace::open_current(dir, folders)?;
+    let tools = ws.toolset(Some(crate::render::compiling()))?;
+    if warn {
+        crate::render::warnings(&tools);
+    }
+    let state = ws.state(&tools);
     Ok((ws, state))
 }
 
 /// The state to compare against: the trusted one, or for a workspace never
 /// trusted what it runs with (so the first diff shows what the files add to
 /// the safe defaults).
-fn baseline(trusted: Option<TrustState>, root: &Path) -> anyhow::Result<TrustState> {
+fn baseline(trusted: Option<TrustState>, ws: &Workspace) -> anyhow::Result<TrustState> {
     match trusted {
         Some(state) => Ok(state),
-        None => state_of(&Workspace::safe_defaults(root), false),
-    }
-}
-
-fn state_of(ws: &Workspace, warn: bool) -> anyhow::Result<TrustState> {
-    let tools = ws.toolset()?;
-    if warn {
-        crate::render::warnings(&tools);
-    }
-    let hashes = ws.drop_in_hashes();
-    let mut components: BTreeMap<String, ComponentEntry> = hashes
-        .into_iter()
-        .map(|(file, hash)| {
-            (
-                file,
-                ComponentEntry {
-                    hash,
-                    tools: Vec::new(),
-                },
-            )
-        })
-        .collect();
-    for info in tools.host().tools() {
-        let file = Path::new(&info.location)
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned());
-        if let Some(entry) = file.and_then(|f| components.get_mut(&f))
-            && info.location.starts_with(&ws.root.display().to_string())
-        {
-            entry.tools.push(info.spec.name.clone());
+        None => {
+            let safe = ws.safe_defaults();
+            Ok(safe.state(&safe.toolset(None)?))
         }
     }
-    Ok(TrustState {
-        policy_hash: ws.policy_text.as_deref().map(|t| sha256_hex(t.as_bytes())),
-        policy_text: ws.policy_text.clone(),
-        components,
-        tools: tools
-            .enabled()
-            .map(|(info, g)| {
-                (
-                    info.spec.name.clone(),
-                    ToolGrants::from_grants(info.origin, g),
-                )
-            })
-            .collect(),
-    })
 }
 
 /// `warden trust [--show]`.
-pub fn run(dir: Option<&Path>, show: bool) -> anyhow::Result<u8> {
-    let store = trust_store()?;
+pub fn run(dir: Option<&Path>, folders: Folders, show: bool) -> anyhow::Result<u8> {
     let mut out = std::io::stdout().lock();
     if show {
-        let ws_root = Workspace::open_current(dir)?.root;
+        let ws = Workspace::open_current(dir, folders)?;
+        let store = ws.trust_store()?;
+        let ws_root = ws.root;
         match store.load(&ws_root)? {
             None => writeln!(
                 out,
@@ -91,8 +53,9 @@ pub fn run(dir: Option<&Path>, show: bool) -> anyhow::Result<u8> {
         }
         return Ok(0);
     }
-    let (ws, current) = current_state(dir, true)?;
-    let changes = diff(&baseline(store.load(&ws.root)?, &ws.root)?, &current);
+    let (ws, current) = current_state(dir, folders, true)?;
+    let store = ws.trust_store()?;
+    let changes = diff(&baseline(store.load(&ws.root)?, &ws)?, &current);
     if changes.is_empty() {
         writeln!(
             out,
@@ -108,8 +71,9 @@ pub fn run(dir: Option<&Path>, show: bool) -> anyhow::Result<u8> {
 }
 
 fn show_changes(out: &mut impl Write, root: &Path, changes: &[Change]) -> std::io::Result<()> {
-    writeln!(out, "capability changes in {}:", root.display())?;
+    writeln!(out, "capability changes in {}:", inert(&root.display().to_string()))?;
     for c in changes {
+        // Paths and names in a change are shown inert by its Display.
         writeln!(out, "  {c}")?;
     }
     Ok(())
@@ -119,14 +83,14 @@ fn show_changes(out: &mut impl Write, root: &Path, changes: &[Change]) -> std::i
 /// differs from what was trusted, shows the capability diff and asks once.
 /// Without a terminal nothing is asked and nothing is accepted. Files that do
 /// not parse are left to the normal start, which reports them.
-pub fn ask_on_start(dir: Option<&Path>) -> anyhow::Result<()> {
+pub fn ask_on_start(dir: Option<&Path>, folders: &Folders) -> anyhow::Result<()> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Ok(());
     }
-    let Ok(ws) = Workspace::open_current(dir) else {
+    let Ok(ws) = Workspace::open_current(dir, folders.clone()) else {
         return Ok(());
     };
-    let store = trust_store()?;
+    let store = ws.trust_store()?;
     let Ok(trusted) = store.load(&ws.root) else {
         return Ok(());
     };
@@ -139,7 +103,11 @@ pub fn ask_on_start(dir: Option<&Path>) -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    let (Ok(current), Ok(before)) = (state_of(&ws, false), baseline(trusted, &ws.root)) else {
+    let Ok(tools) = ws.toolset(Some(crate::render::compiling())) else {
+        return Ok(());
+    };
+    let current = ws.state(&tools);
+    let Ok(before) = baseline(trusted, &ws) else {
         return Ok(());
     };
     let changes = diff(&before, &current);

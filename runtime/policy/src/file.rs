@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de::Error as _};
 
+use crate::caps::Capability;
 use crate::network::HostPattern;
 use crate::units::{parse_duration, parse_size};
 
@@ -169,6 +170,16 @@ pub struct ToolSection {
     /// Overrides the default output limit.
     #[serde(default, deserialize_with = "output")]
     pub output: Option<u64>,
+}
+
+impl ToolSection {
+    /// The capabilities this section grants besides directories (which need
+    /// the workspace to resolve): one line per kind.
+    pub(crate) fn other_caps(&self) -> impl Iterator<Item = Capability> + '_ {
+        let env = self.env.iter().map(|name| Capability::Env { name: name.clone() });
+        let net = self.network.iter().map(|host| Capability::Net { host: host.clone() });
+        env.chain(net)
+    }
 }
 
 /// A validated tool name (snake_case).

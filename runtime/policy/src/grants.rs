@@ -1,12 +1,12 @@
 //! From the policy file to the effective grants of one tool.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::caps::{Capability, Grants, Limits};
 use crate::file::{ModelSection, PolicyFile, ToolName, ToolSection, UserConfig};
-use crate::units::format_size;
+use crate::inert::inert;
 use crate::{Error, POLICY_FILE, Result};
 
 /// Where a tool component came from; decides the defaults it gets.
@@ -31,103 +31,22 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// One directory a tool may reach.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DirGrant {
-    /// Canonical absolute host path.
-    pub path: PathBuf,
-    /// Read-write when true, read-only otherwise.
-    pub write: bool,
-}
-
-/// Resource limits of one call.
+/// What a tool gets when `warden.toml` has no `[tools.NAME]` section for
+/// it. Each built-in declares its own; every drop-in is [`Baseline::Off`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Limits {
-    /// Maximum linear memory in bytes.
-    pub memory: u64,
-    /// Wall-clock limit of one call.
-    #[serde(serialize_with = "ser_duration")]
-    pub timeout: Duration,
-    /// Maximum output returned to the model, in bytes.
-    pub output: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            memory: 256 << 20,
-            timeout: Duration::from_secs(30),
-            output: 256 << 10,
-        }
-    }
-}
-
-impl std::fmt::Display for Limits {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "memory {}, timeout {}, output {}",
-            format_size(self.memory),
-            format_duration(self.timeout),
-            format_size(self.output)
-        )
-    }
-}
-
-fn format_duration(d: Duration) -> String {
-    if d.subsec_millis() != 0 {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{}s", d.as_secs())
-    }
-}
-
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_millis() as u64)
-}
-
-/// Everything one tool may touch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Grants {
-    /// Directories, most specific last.
-    pub dirs: Vec<DirGrant>,
-    /// Names of host environment variables passed through.
-    pub env: Vec<String>,
-    /// Hosts the tool may send HTTP requests to, normalised (see
-    /// [`crate::HostPattern`]); empty means no network.
-    pub network: Vec<String>,
-    /// Limits of each call.
-    pub limits: Limits,
-    /// True when these come from a `[tools.NAME]` section, false for defaults.
-    pub from_policy: bool,
-}
-
-impl Grants {
-    /// A one-line summary: `rw:. ro:docs env:LANG`.
-    pub fn summary(&self, workspace: &Path) -> String {
-        let mut parts: Vec<String> = self
-            .dirs
-            .iter()
-            .map(|d| {
-                let shown = match d.path.strip_prefix(workspace) {
-                    Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-                    Ok(rel) => rel.display().to_string(),
-                    Err(_) => d.path.display().to_string(),
-                };
-                format!("{}:{shown}", if d.write { "rw" } else { "ro" })
-            })
-            .collect();
-        if !self.env.is_empty() {
-            parts.push(format!("env:{}", self.env.join(",")));
-        }
-        if !self.network.is_empty() {
-            parts.push(format!("net:{}", self.network.join(",")));
-        }
-        if parts.is_empty() {
-            parts.push("no access".into());
-        }
-        parts.join(" ")
-    }
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// Not enabled until a section names it (drop-ins; built-ins that must
+    /// be asked for).
+    Off,
+    /// Enabled, with the workspace read-only (the built-in tools that
+    /// only look: `read_file`, `grep`, ...).
+    WorkspaceRead,
+    /// Enabled, with the workspace read-write (the built-in tools that
+    /// change files).
+    Workspace,
+    /// Enabled, with nothing: no directory, no network (web tools).
+    Nothing,
 }
 
 /// A loaded workspace policy.
@@ -210,88 +129,104 @@ impl Policy {
     }
 
     /// The effective grants of `tool`, or `None` when it is not enabled.
+    /// `baseline` is what it gets without a section of its own.
     ///
     /// Also returns warnings (a granted directory that does not exist).
-    pub fn grants_for(&self, tool: &str, origin: Origin) -> Option<(Grants, Vec<String>)> {
+    pub fn grants_for(&self, tool: &str, baseline: Baseline) -> Option<(Grants, Vec<String>)> {
         let section = self.section(tool);
-        let enabled = match (section.and_then(|s| s.enabled), section, origin) {
-            (Some(on), _, _) => on,
-            (None, Some(_), _) => true,
-            (None, None, Origin::Builtin) => true,
-            (None, None, _) => false,
+        let enabled = match (section.and_then(|s| s.enabled), section) {
+            (Some(on), _) => on,
+            (None, Some(_)) => true,
+            (None, None) => baseline != Baseline::Off,
         };
         if !enabled {
             return None;
         }
         let defaults = &self.file.limits;
         let base = Limits::default();
-        let pick = |s: Option<&ToolSection>| Limits {
-            memory: s
+        let limits = Limits {
+            memory: section
                 .and_then(|s| s.memory)
                 .or(defaults.memory)
                 .unwrap_or(base.memory),
-            timeout: s
+            timeout: section
                 .and_then(|s| s.timeout)
                 .or(defaults.timeout)
                 .unwrap_or(base.timeout),
-            output: s
+            output: section
                 .and_then(|s| s.output)
                 .or(defaults.output)
                 .unwrap_or(base.output),
         };
-        let limits = pick(section);
         let mut warnings = Vec::new();
-        let explicit_dirs = section.is_some_and(|s| s.read.is_some() || s.write.is_some());
-        let dirs = if explicit_dirs {
-            let s = section.expect("explicit_dirs implies a section");
-            let mut dirs = Vec::new();
-            // Read-write first so that a nested read-only grant is the more
-            // specific (longer) mount and wins for paths under it.
-            for (list, write) in [(&s.write, true), (&s.read, false)] {
-                for p in list.iter().flatten() {
-                    match self.resolve_dir(p) {
-                        Ok(path) => dirs.push(DirGrant { path, write }),
-                        Err(why) => warnings.push(format!(
-                            "{}: directory `{p}` granted to `{tool}` {why}; it is not mounted",
-                            self.path.display()
-                        )),
-                    }
-                }
-            }
-            dirs.sort_by_key(|d| d.path.components().count());
-            for ro in dirs.iter().filter(|d| !d.write) {
-                if let Some(rw) = dirs
-                    .iter()
-                    .find(|d| d.write && ro.path.starts_with(&d.path))
-                {
-                    warnings.push(format!(
-                        "{}: `{tool}` reads {} inside its read-write {}: paths named under it are \
-                         read-only, but a symlink in the read-write part, or a component using the \
-                         outer directory directly, can still write it; grant separate directories \
-                         for a hard boundary",
-                        self.path.display(),
-                        ro.path.display(),
-                        rw.path.display()
-                    ));
-                }
-            }
-            dirs
-        } else if origin == Origin::Builtin {
-            vec![DirGrant {
-                path: self.workspace.clone(),
-                write: true,
-            }]
-        } else {
-            Vec::new()
-        };
-        let grants = Grants {
-            dirs,
-            env: section.map(|s| s.env.clone()).unwrap_or_default(),
-            network: section.map(|s| s.network.clone()).unwrap_or_default(),
+        let mut grants = Grants {
+            caps: Vec::new(),
             limits,
-            from_policy: section.is_some(),
         };
+        match section.filter(|s| s.read.is_some() || s.write.is_some()) {
+            Some(s) => {
+                for cap in self.dirs(tool, s, &mut warnings) {
+                    grants.add(cap);
+                }
+            }
+            None if matches!(baseline, Baseline::Workspace | Baseline::WorkspaceRead) => {
+                grants.add(Capability::Dir {
+                    path: self.workspace.clone(),
+                    write: baseline == Baseline::Workspace,
+                });
+            }
+            None => {}
+        }
+        if let Some(s) = section {
+            for cap in s.other_caps() {
+                grants.add(cap);
+            }
+        }
         Some((grants, warnings))
+    }
+
+    /// The directory grants of a section: read-write first, then read-only,
+    /// most specific last, so that a read-only grant nested in a read-write
+    /// one is the longer mount and wins for paths under it.
+    fn dirs(&self, tool: &str, s: &ToolSection, warnings: &mut Vec<String>) -> Vec<Capability> {
+        let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
+        for (list, write) in [(&s.write, true), (&s.read, false)] {
+            for p in list.iter().flatten() {
+                match self.resolve_dir(p) {
+                    Ok(path) => {
+                        // The same directory under two spellings in both
+                        // lists: read-only wins.
+                        if let Some(rw) = dirs.iter_mut().find(|(d, w)| *d == path && *w) {
+                            rw.1 = write;
+                        } else if !dirs.iter().any(|(d, _)| *d == path) {
+                            dirs.push((path, write));
+                        }
+                    }
+                    Err(why) => warnings.push(format!(
+                        "{}: directory `{}` granted to `{tool}` {why}; it is not mounted",
+                        self.path.display(),
+                        inert(p)
+                    )),
+                }
+            }
+        }
+        dirs.sort_by_key(|(d, _)| d.components().count());
+        for (ro, _) in dirs.iter().filter(|(_, w)| !w) {
+            if let Some((rw, _)) = dirs.iter().find(|(d, w)| *w && ro.starts_with(d)) {
+                warnings.push(format!(
+                    "{}: `{tool}` reads {} inside its read-write {}: paths named under it are \
+                     read-only, but a symlink in the read-write part, or a component using the \
+                     outer directory directly, can still write it; grant separate directories \
+                     for a hard boundary",
+                    self.path.display(),
+                    inert(&ro.display().to_string()),
+                    inert(&rw.display().to_string())
+                ));
+            }
+        }
+        dirs.into_iter()
+            .map(|(path, write)| Capability::Dir { path, write })
+            .collect()
     }
 
     fn resolve_dir(&self, p: &str) -> std::result::Result<PathBuf, &'static str> {
@@ -299,6 +234,9 @@ impl Policy {
         let canon = joined.canonicalize().map_err(|_| "does not exist")?;
         if !canon.is_dir() {
             return Err("is not a directory");
+        }
+        if canon.to_str().is_none() {
+            return Err("is not valid UTF-8 (tools cannot name it)");
         }
         Ok(canon)
     }

@@ -1,12 +1,14 @@
 //! The workspace policy: which tools exist and what each may touch.
 //!
 //! `warden.toml` at the workspace root grants capabilities per tool. Nothing
-//! is granted that the file (or the documented defaults) does not name:
-//! built-in file tools get the workspace read-write, a drop-in tool gets
-//! nothing until a `[tools.NAME]` section enables it.
+//! is granted that the file (or a tool's documented [`Baseline`]) does not
+//! name: the built-in file tools get the workspace read-write, a drop-in
+//! tool gets nothing until a `[tools.NAME]` section enables it. Grants are
+//! one typed set of [`Capability`] values plus [`Limits`]; the same values
+//! are stored in the trust record and compared by the trust diff.
 //!
 //! ```
-//! use warden_policy::{Origin, Policy};
+//! use warden_policy::{Baseline, Capability, Policy};
 //! let ws = std::env::temp_dir();
 //! let policy = Policy::parse(
 //!     "[tools.uppercase]\nread = [\".\"]\ntimeout = \"5s\"\n",
@@ -14,23 +16,27 @@
 //!     &ws,
 //! )
 //! .unwrap();
-//! let (grants, _warnings) = policy.grants_for("uppercase", Origin::Workspace).unwrap();
-//! assert!(!grants.dirs[0].write);
+//! let (grants, _warnings) = policy.grants_for("uppercase", Baseline::Off).unwrap();
+//! assert!(matches!(grants.caps[0], Capability::Dir { write: false, .. }));
 //! ```
 
+mod caps;
 mod error;
 mod file;
 mod grants;
+mod inert;
 mod network;
 mod trust;
 mod units;
 
+pub use caps::{Capability, Grants, Limits};
 pub use error::{Error, Result};
 pub use file::{ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
-pub use grants::{DirGrant, Grants, Limits, Origin, Policy, load_user_config};
+pub use grants::{Baseline, Origin, Policy, load_user_config};
+pub use inert::{inert, inert_text};
 pub use network::{HostPattern, NetworkAllow};
 pub use trust::{
-    Change, ComponentEntry, Decision, ToolGrants, TrustState, TrustStore, decide, diff, sha256_hex,
+    Change, ComponentEntry, Decision, TrustState, TrustStore, ToolRecord, decide, diff, sha256_hex,
 };
 pub use units::{parse_duration, parse_size};
 

@@ -98,13 +98,13 @@ impl fmt::Display for HostPattern {
 pub struct NetworkAllow(Vec<HostPattern>);
 
 impl NetworkAllow {
-    /// From the normalised entries of [`crate::Grants::network`]; entries that
-    /// do not parse (they were validated when the policy was read) are dropped,
-    /// so a bad entry can only deny.
-    pub fn new(entries: &[String]) -> NetworkAllow {
+    /// From the normalised entries of [`crate::Grants::hosts`]; entries
+    /// that do not parse (they were validated when the policy was read) are
+    /// dropped, so a bad entry can only deny.
+    pub fn new<'a>(entries: impl IntoIterator<Item = &'a str>) -> NetworkAllow {
         NetworkAllow(
             entries
-                .iter()
+                .into_iter()
                 .filter_map(|e| HostPattern::parse(e).ok())
                 .collect(),
         )
@@ -225,10 +225,10 @@ mod tests {
 
     #[test]
     fn an_empty_allow_list_allows_nothing() {
-        let none = NetworkAllow::new(&[]);
+        let none = NetworkAllow::new([]);
         assert!(none.is_empty());
         assert!(!none.allows("127.0.0.1", 80));
-        let some = NetworkAllow::new(&["example.com".into(), "not a host".into()]);
+        let some = NetworkAllow::new(["example.com", "not a host"]);
         assert!(some.allows("example.com", 443));
         assert!(!some.allows("not a host", 443));
     }

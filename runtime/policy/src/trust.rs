@@ -9,14 +9,13 @@
 //! outside the workspace, per user, and compared on every start.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use warden_state::StateDir;
 
-use crate::{Error, Grants, Origin, POLICY_FILE, Result};
+use crate::{Capability, Error, Grants, Limits, POLICY_FILE, Result};
 
 mod diff;
 
@@ -26,7 +25,8 @@ pub use diff::{Change, diff};
 const TOOLS_DIR: &str = ".warden/tools";
 
 /// Version of the record file; bumped when its shape changes incompatibly.
-const FORMAT: u32 = 1;
+/// Format 2: tools carry a typed capability set; components no tool list.
+const FORMAT: u32 = 2;
 
 /// What a workspace's configuration grants, captured for trust.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -42,8 +42,9 @@ pub struct TrustState {
     pub components: BTreeMap<String, ComponentEntry>,
     /// Effective grants of every enabled tool, keyed by tool name. Recorded
     /// (not just the policy hash) because the same text can grant more later,
-    /// e.g. when a granted directory becomes a symlink elsewhere.
-    pub tools: BTreeMap<String, ToolGrants>,
+    /// e.g. when a granted directory becomes a symlink elsewhere: only what
+    /// is recorded here is ever granted.
+    pub tools: BTreeMap<String, ToolRecord>,
 }
 
 /// One accepted drop-in component.
@@ -51,58 +52,31 @@ pub struct TrustState {
 pub struct ComponentEntry {
     /// SHA-256 (hex) of the component file.
     pub hash: String,
-    /// Names of the tools it provides.
-    pub tools: Vec<String>,
+    /// Size in bytes, for the diff.
+    #[serde(default)]
+    pub size: u64,
 }
 
-/// The effective grants of one tool, in a plain form that serializes stably.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct ToolGrants {
-    /// `builtin`, `workspace` or `user` (see [`Origin`]).
+/// What one enabled tool was granted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRecord {
+    /// `builtin`, or `drop-in` for a tool a component file provides.
     pub origin: String,
-    /// Absolute directories mounted read-only, sorted.
-    pub read: Vec<String>,
-    /// Absolute directories mounted read-write, sorted.
-    pub write: Vec<String>,
-    /// Host environment variables passed through, sorted.
-    pub env: Vec<String>,
-    /// Reachable hosts, sorted.
-    pub network: Vec<String>,
-    /// Memory limit in bytes.
-    pub memory: u64,
-    /// Timeout of one call in milliseconds.
-    pub timeout_ms: u64,
-    /// Output limit in bytes.
-    pub output: u64,
+    /// Its capabilities.
+    pub caps: BTreeSet<Capability>,
+    /// Its limits.
+    pub limits: Limits,
 }
 
-impl ToolGrants {
-    /// Captures `g` for the record. Lists are sorted and deduplicated so that
-    /// a reordered policy does not look like a change.
-    pub fn from_grants(origin: Origin, g: &Grants) -> ToolGrants {
-        let dirs = |write: bool| {
-            sorted(
-                g.dirs
-                    .iter()
-                    .filter(|d| d.write == write)
-                    .map(|d| d.path.display().to_string()),
-            )
-        };
-        ToolGrants {
-            origin: origin.to_string(),
-            read: dirs(false),
-            write: dirs(true),
-            env: sorted(g.env.iter().cloned()),
-            network: sorted(g.network.iter().cloned()),
-            memory: g.limits.memory,
-            timeout_ms: u64::try_from(g.limits.timeout.as_millis()).unwrap_or(u64::MAX),
-            output: g.limits.output,
+impl ToolRecord {
+    /// Captures `grants` for the record.
+    pub fn new(builtin: bool, grants: &Grants) -> ToolRecord {
+        ToolRecord {
+            origin: if builtin { "builtin" } else { "drop-in" }.to_string(),
+            caps: grants.set(),
+            limits: grants.limits,
         }
     }
-}
-
-fn sorted(items: impl Iterator<Item = String>) -> Vec<String> {
-    items.collect::<BTreeSet<_>>().into_iter().collect()
 }
 
 /// SHA-256 of `bytes`, lowercase hex.
@@ -115,12 +89,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The per-user trust store: one JSON file per workspace.
 ///
-/// It lives outside every workspace (the caller passes
+/// It lives outside every workspace (the caller opens
 /// `$XDG_STATE_HOME/warden/trust`) so that nothing a tool or a cloned
-/// repository writes can vouch for itself.
-#[derive(Debug, Clone)]
+/// repository writes can vouch for itself; its files are never reached
+/// through a symlink ([`StateDir`]).
+#[derive(Debug)]
 pub struct TrustStore {
-    dir: PathBuf,
+    dir: StateDir,
 }
 
 /// The file as written: the state plus what a human needs to recognize it.
@@ -146,9 +121,14 @@ struct RecordHead {
 }
 
 impl TrustStore {
-    /// A store keeping its records in `dir` (created on first save).
-    pub fn new(dir: PathBuf) -> TrustStore {
+    /// A store keeping its records in `dir`.
+    pub fn new(dir: StateDir) -> TrustStore {
         TrustStore { dir }
+    }
+
+    /// The folder of the records.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
     }
 
     /// The trusted state of `workspace`, or `None` if it was never trusted.
@@ -157,20 +137,21 @@ impl TrustStore {
     /// trusted", so that the user learns their acceptance was lost instead
     /// of silently running with different grants.
     pub fn load(&self, workspace: &Path) -> Result<Option<TrustState>> {
-        let (path, ws) = self.record_path(workspace);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let (name, ws) = record_name(workspace);
+        let path = self.dir.path().join(&name);
+        let bytes = match self.dir.read(&name) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
             Err(source) => return Err(Error::Read { path, source }),
         };
         let corrupt = |why: String| Error::Invalid {
             path: path.clone(),
             message: format!(
-                "{why}; delete this file, or run `warden trust` in {ws} to review and trust \
-                 the workspace again"
+                "{why}; run `warden trust` in {ws} to review and trust the workspace again \
+                 (or delete this file)"
             ),
         };
-        let head: RecordHead = serde_json::from_str(&text)
+        let head: RecordHead = serde_json::from_slice(&bytes)
             .map_err(|e| corrupt(format!("corrupt trust record ({e})")))?;
         if head.format != FORMAT {
             return Err(corrupt(format!(
@@ -178,7 +159,7 @@ impl TrustStore {
                 head.format
             )));
         }
-        let record: RecordIn = serde_json::from_str(&text)
+        let record: RecordIn = serde_json::from_slice(&bytes)
             .map_err(|e| corrupt(format!("corrupt trust record ({e})")))?;
         if record.workspace != ws {
             return Err(corrupt(format!(
@@ -189,12 +170,11 @@ impl TrustStore {
         Ok(Some(record.state))
     }
 
-    /// Records `state` as trusted for `workspace`.
-    ///
-    /// Writes a temporary file and renames it over the record, so a crash
+    /// Records `state` as trusted for `workspace`, atomically: a crash
     /// leaves either the old or the new acceptance, never half of one.
     pub fn save(&self, workspace: &Path, state: &TrustState) -> Result<()> {
-        let (path, ws) = self.record_path(workspace);
+        let (name, ws) = record_name(workspace);
+        let path = self.dir.path().join(&name);
         let record = RecordOut {
             format: FORMAT,
             workspace: &ws,
@@ -202,62 +182,35 @@ impl TrustStore {
         };
         let mut text = serde_json::to_string_pretty(&record).map_err(|e| write_error(&path, e))?;
         text.push('\n');
-        create_private_dir(&self.dir).map_err(|e| write_error(&self.dir, e))?;
-        // Unique per process and call: two warden processes (or threads)
-        // saving at once must not write into the same temporary file.
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("record");
-        let tmp = self.dir.join(format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(write_error(&path, e));
-        }
-        Ok(())
+        self.dir
+            .write_atomic(&name, text.as_bytes())
+            .map_err(|e| write_error(&path, e))
     }
 
-    /// The record file of `workspace` and the canonical workspace path.
-    ///
-    /// Named by a hash of the canonical path so that `.`, `./`, symlinks and
-    /// the absolute path all find the same record. A path that cannot be
-    /// canonicalized (it no longer exists) is used as given.
-    fn record_path(&self, workspace: &Path) -> (PathBuf, String) {
-        let canon = workspace
-            .canonicalize()
-            .unwrap_or_else(|_| workspace.to_path_buf());
-        // Raw bytes on Unix; elsewhere Rust's encoding. Were it ever to
-        // change, records would only be missed (never trusted), not confused.
-        let name = sha256_hex(canon.as_os_str().as_encoded_bytes());
-        (
-            self.dir.join(format!("{name}.json")),
-            canon.display().to_string(),
-        )
+    /// Forgets `workspace` (the next start runs it with safe defaults).
+    pub fn remove(&self, workspace: &Path) -> Result<()> {
+        let (name, _) = record_name(workspace);
+        self.dir
+            .remove(&name)
+            .map_err(|e| write_error(&self.dir.path().join(&name), e))
     }
 }
 
-/// The store is private to the user: other local users have no business
-/// reading which workspaces they trust, let alone editing it.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+/// The record file name of `workspace` and the canonical workspace path.
+///
+/// Named by a hash of the canonical path so that `.`, `./`, symlinks and
+/// the absolute path all find the same record. A path that cannot be
+/// canonicalized (it no longer exists) is used as given.
+fn record_name(workspace: &Path) -> (String, String) {
+    let canon = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    // Raw bytes on Unix; elsewhere Rust's encoding. Were it ever to
+    // change, records would only be missed (never trusted), not confused.
+    let name = sha256_hex(canon.as_os_str().as_encoded_bytes());
+    (format!("{name}.json"), canon.display().to_string())
 }
 
-/// The policy error type has no write variant; `Invalid` carries the cause.
 fn write_error(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Write {
         path: path.to_path_buf(),

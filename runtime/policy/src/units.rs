@@ -46,6 +46,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// Formats a duration the way the policy file writes it: `30s`, `500ms`.
+pub(crate) fn format_duration(d: Duration) -> String {
+    if d.subsec_millis() != 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs())
+    }
+}
+
 /// Formats a byte count the way the policy file writes it.
 pub(crate) fn format_size(n: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {

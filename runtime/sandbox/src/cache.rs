@@ -1,21 +1,41 @@
-//! On-disk cache of compiled components, keyed by content and engine.
+//! On-disk cache of compiled components, keyed by content and engine, and
+//! authenticated: a cache entry is native code, so it is loaded only if its
+//! MAC, made with a per-user key kept elsewhere, matches.
 //!
-//! A component is compiled once; later starts map the artifact from disk.
-//! The key covers the component bytes, the wasmtime version and the engine
-//! configuration, so a change of any of them compiles afresh.
+//! Whatever the cache folder holds (a swapped entry, a corrupted one, one
+//! written by someone without the key), the result is a recompile, never
+//! foreign code. Entries are read into memory before use, so a file changed
+//! afterwards cannot fault the process (no shared mapping).
 
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use warden_state::StateDir;
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// Bytes of the MAC at the end of every entry.
+const MAC_LEN: usize = 32;
+
+/// Where compiled components are kept, and the key that vouches for them.
+#[derive(Debug)]
+pub struct CacheConfig {
+    /// The cache folder (`$XDG_CACHE_HOME/warden/compiled`).
+    pub dir: StateDir,
+    /// A secret of the user's, kept outside the cache folder (see
+    /// `warden-workspace`), so that nothing able to write the cache can
+    /// make an entry that passes.
+    pub key: [u8; 32],
+}
 
 /// Counts of what loading did, to prove the cache works.
 #[derive(Debug, Default)]
 pub struct CacheStats {
     compiled: AtomicUsize,
     reused: AtomicUsize,
+    rejected: AtomicUsize,
 }
 
 impl CacheStats {
@@ -27,58 +47,78 @@ impl CacheStats {
     pub fn reused(&self) -> usize {
         self.reused.load(Ordering::Relaxed)
     }
+    /// Cache entries refused (bad MAC, unreadable, stale) and recompiled.
+    pub fn rejected(&self) -> usize {
+        self.rejected.load(Ordering::Relaxed)
+    }
 }
 
-/// The compile cache (a folder; `None` compiles in memory every time).
+/// The compile cache (`None`: compile in memory every time).
 #[derive(Debug)]
 pub(crate) struct CompileCache {
-    dir: Option<PathBuf>,
+    store: Option<CacheConfig>,
     engine_key: String,
     pub(crate) stats: CacheStats,
 }
 
 impl CompileCache {
-    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>) -> CompileCache {
+    pub(crate) fn new(engine: &Engine, store: Option<CacheConfig>) -> CompileCache {
         // DefaultHasher is stable within one build of warden, which is all the
         // key needs: another build may recompile, never load a wrong artifact.
         let mut h = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
         env!("CARGO_PKG_VERSION").hash(&mut h);
         CompileCache {
-            dir,
+            store,
             engine_key: format!("{:016x}", h.finish()),
             stats: CacheStats::default(),
         }
     }
 
-    fn artifact(&self, hash: &str) -> Option<PathBuf> {
-        let dir = self.dir.as_ref()?;
-        Some(dir.join(format!("{hash}-{}.cwasm", self.engine_key)))
+    fn entry_name(&self, hash: &str) -> String {
+        format!("{hash}-{}.cwasm", self.engine_key)
     }
 
-    /// Loads the compiled form of `bytes` (whose SHA-256 is `hash`), compiling
-    /// and storing it when the cache has none.
+    /// Whether loading `hash` would compile (nothing valid-looking cached).
+    pub(crate) fn has(&self, hash: &str) -> bool {
+        self.store
+            .as_ref()
+            .is_some_and(|s| s.dir.path().join(self.entry_name(hash)).is_file())
+    }
+
+    /// Loads the compiled form of `bytes` (whose SHA-256 is `hash`),
+    /// compiling and storing it when the cache has no valid entry.
     pub(crate) fn load(
         &self,
         engine: &Engine,
         hash: &str,
         bytes: &[u8],
     ) -> wasmtime::Result<Component> {
-        if let Some(path) = self.artifact(hash) {
-            if path.is_file() {
-                if let Ok(c) = deserialize(engine, &path) {
+        let Some(store) = &self.store else {
+            return self.compile(engine, bytes);
+        };
+        let name = self.entry_name(hash);
+        if let Ok(Some(entry)) = store.dir.read(&name) {
+            match verified(&store.key, &name, &entry).map(|code| deserialize(engine, code)) {
+                Some(Ok(c)) => {
                     self.stats.reused.fetch_add(1, Ordering::Relaxed);
                     return Ok(c);
                 }
-                // A corrupt or stale artifact is replaced below.
-                let _ = std::fs::remove_file(&path);
+                // Forged, corrupt or stale: replaced below.
+                _ => {
+                    self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+                    let _ = store.dir.remove(&name);
+                }
             }
-            let component = self.compile(engine, bytes)?;
-            // Caching is an optimisation: a read-only cache dir must not fail the load.
-            let _ = store(&path, &component);
-            return Ok(component);
         }
-        self.compile(engine, bytes)
+        let component = self.compile(engine, bytes)?;
+        // Caching is an optimisation: a read-only cache dir must not fail the load.
+        if let Ok(mut code) = component.serialize() {
+            let mac = mac(&store.key, &name, &code);
+            code.extend_from_slice(&mac);
+            let _ = store.dir.write_atomic(&name, &code);
+        }
+        Ok(component)
     }
 
     fn compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
@@ -88,24 +128,55 @@ impl CompileCache {
     }
 }
 
-#[allow(unsafe_code)]
-fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: the artifact was written by `store` below from a component this
-    // engine compiled; wasmtime checks its header and engine compatibility.
-    // The cache folder is per-user (XDG cache), not reachable by any tool.
-    unsafe { Component::deserialize_file(engine, path) }
+/// HMAC-SHA256 over the entry's name (which binds it to its source hash and
+/// engine) and its code.
+fn mac(key: &[u8; 32], name: &str, code: &[u8]) -> [u8; MAC_LEN] {
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length works");
+    m.update(name.as_bytes());
+    m.update(&[0]);
+    m.update(code);
+    m.finalize().into_bytes().into()
 }
 
-fn store(path: &Path, component: &Component) -> std::io::Result<()> {
-    let dir = path.parent().expect("artifact path has a parent");
-    std::fs::create_dir_all(dir)?;
-    let bytes = component.serialize().map_err(std::io::Error::other)?;
-    // Write then rename, so a concurrent start never maps a half-written file.
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+/// The code of `entry` if its MAC is right (compared in constant time).
+fn verified<'a>(key: &[u8; 32], name: &str, entry: &'a [u8]) -> Option<&'a [u8]> {
+    let split = entry.len().checked_sub(MAC_LEN)?;
+    let (code, tag) = entry.split_at(split);
+    let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length works");
+    m.update(name.as_bytes());
+    m.update(&[0]);
+    m.update(code);
+    m.verify_slice(tag).ok().map(|()| code)
+}
+
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, code: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `code` was produced by `Component::serialize` of this engine
+    // configuration and stored with a MAC only warden's key can make, which
+    // was checked on the bytes in memory; wasmtime also checks its header
+    // and engine compatibility. It is copied into fresh memory, so later
+    // changes to the file cannot affect it.
+    unsafe { Component::deserialize(engine, code) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mac_binds_key_name_and_code() {
+        let key = [7u8; 32];
+        let mut entry = b"code".to_vec();
+        entry.extend_from_slice(&mac(&key, "a-e.cwasm", b"code"));
+        assert_eq!(verified(&key, "a-e.cwasm", &entry), Some(&b"code"[..]));
+        // Another name (an entry swapped in from another component).
+        assert_eq!(verified(&key, "b-e.cwasm", &entry), None);
+        // Another key (made by someone without the user's key).
+        assert_eq!(verified(&[8u8; 32], "a-e.cwasm", &entry), None);
+        // A flipped bit, a truncated entry.
+        let mut bad = entry.clone();
+        bad[0] ^= 1;
+        assert_eq!(verified(&key, "a-e.cwasm", &bad), None);
+        assert_eq!(verified(&key, "a-e.cwasm", &entry[..10]), None);
+    }
 }

@@ -1,12 +1,10 @@
-//! Sleeps that end by the call's deadline.
+//! The clock of one call, and sleeps that end by its deadline.
 //!
-//! The epoch deadline stops a guest only while wasm runs; a guest blocked in
-//! the host (a sleep of an hour) would hold the call past its time limit.
-//! warden replaces `wasi:clocks/monotonic-clock`'s two `subscribe` functions
-//! with ones whose timers never outlast the call: the guest wakes at the
-//! deadline, runs wasm again, and the epoch trap stops it as a timeout.
+//! A guest blocked in a host sleep is woken at the call's deadline (a
+//! little after, so that the watchdog's stop, not the wake-up, decides);
+//! the watchdog also wakes the call's future there, so no sleep outlasts
+//! the call either way.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, Resource};
@@ -19,64 +17,38 @@ use crate::wasi::CallState;
 /// any 0.2.x version are linked to it.
 const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
 
-/// A little past the deadline, so the epoch trap (not the wake-up) decides.
+/// A little past the deadline, so the watchdog (not the wake-up) decides.
 const GRACE: Duration = Duration::from_millis(20);
 
-/// The monotonic clock of one call: nanoseconds since the call began.
-/// Copies share one span, so [`CallClock::restart`] moves every copy's
-/// origin and deadline (an instance made ahead of its call starts its time
-/// when the call does).
-#[derive(Clone)]
+/// The monotonic clock of one call: nanoseconds since the call began, and
+/// when its time is up. Fixed when the call starts.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct CallClock {
-    span: Arc<Mutex<Span>>,
-}
-
-#[derive(Clone, Copy)]
-struct Span {
     origin: Instant,
     deadline: Instant,
 }
 
-impl Span {
-    fn starting_now(timeout: Duration) -> Span {
+impl CallClock {
+    pub(crate) fn starting_now(timeout: Duration) -> CallClock {
         let origin = Instant::now();
-        Span {
+        CallClock {
             origin,
             deadline: origin + timeout,
         }
     }
-}
-
-impl CallClock {
-    pub(crate) fn new(timeout: Duration) -> CallClock {
-        CallClock {
-            span: Arc::new(Mutex::new(Span::starting_now(timeout))),
-        }
-    }
-
-    /// Starts the call's time (and its deadline) anew, now.
-    pub(crate) fn restart(&self, timeout: Duration) {
-        *self.lock() = Span::starting_now(timeout);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Span> {
-        // A panic cannot leave a `Span` half-written: keep using it.
-        self.span.lock().unwrap_or_else(|e| e.into_inner())
-    }
 
     /// When the call's time is up.
     pub(crate) fn deadline(&self) -> Instant {
-        self.lock().deadline
+        self.deadline
     }
 
     fn now_ns(&self) -> u64 {
-        let origin = self.lock().origin;
-        u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// When a timer of `after` set now should fire: never after the deadline.
     fn wake_at(&self, after: Duration) -> Instant {
-        let cap = self.deadline() + GRACE;
+        let cap = self.deadline + GRACE;
         Instant::now()
             .checked_add(after)
             .map_or(cap, |t| t.min(cap))

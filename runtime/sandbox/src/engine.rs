@@ -1,15 +1,8 @@
-//! The one wasmtime engine: configuration and the epoch ticker.
-
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+//! The one wasmtime engine and its instance pool.
 
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::{Error, Result};
-
-/// How often the epoch advances; the granularity of every timeout.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Largest memory any tool may be granted (wasm32 cannot address more).
 pub(crate) const MAX_MEMORY: u64 = 4 << 30;
@@ -19,25 +12,55 @@ pub(crate) const MAX_MEMORY: u64 = 4 << 30;
 const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
 const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
-/// Instances that may run at the same time (calls that don't mutate run concurrently).
-const POOL_INSTANCES: u32 = 64;
+/// Sizes of the instance pool. The defaults fit components made by
+/// `cargo` (a few core modules), componentize-py (a CPython runtime:
+/// tens of MB, large tables) and jco (a JS engine); raise them for
+/// bigger ones. Address space is reserved per slot, memory is used only
+/// as touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Instances that may run at once; more calls queue for a slot.
+    pub instances: u32,
+    /// Core module instances inside one component instance.
+    pub core_instances_per_component: u32,
+    /// Size of one component instance's host-side state, in bytes.
+    pub component_instance_size: usize,
+    /// Size of one core instance's host-side state (its VM context: globals,
+    /// function references), in bytes.
+    pub core_instance_size: usize,
+    /// Elements of one table (function references of a large program).
+    pub table_elements: usize,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            instances: 64,
+            core_instances_per_component: 64,
+            component_instance_size: 1 << 20,
+            core_instance_size: 4 << 20,
+            table_elements: 1 << 20,
+        }
+    }
+}
 
 /// Builds the engine every component is compiled for and run in.
-pub(crate) fn new_engine() -> Result<Engine> {
+pub(crate) fn new_engine(pool_config: &PoolConfig) -> Result<Engine> {
+    let n = pool_config.instances;
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(POOL_INSTANCES)
-        // wasi-libc programs link a few core modules (adapter, libc, app).
-        .max_core_instances_per_component(32)
-        .total_core_instances(POOL_INSTANCES * 8)
+    pool.total_component_instances(n)
+        .max_core_instances_per_component(pool_config.core_instances_per_component)
+        .total_core_instances(n * 8)
         .max_memories_per_component(8)
-        .total_memories(POOL_INSTANCES * 2)
+        .total_memories(n * 2)
         .max_tables_per_component(8)
-        .total_tables(POOL_INSTANCES * 8)
-        .total_stacks(POOL_INSTANCES)
+        .total_tables(n * 8)
+        // Each call runs on a fiber: one stack per instance.
+        .total_stacks(n)
         .max_memory_size(MAX_MEMORY as usize)
-        .max_component_instance_size(1 << 20)
-        .max_core_instance_size(1 << 20)
-        .table_elements(100_000);
+        .max_component_instance_size(pool_config.component_instance_size)
+        .max_core_instance_size(pool_config.core_instance_size)
+        .table_elements(pool_config.table_elements);
     // Every call gets a fresh instance in a recycled pool slot. By default the
     // slot's memory and tables are unmapped with `madvise` at the end of the
     // call, so the next call page-faults every page it touches again (about
@@ -57,38 +80,11 @@ pub(crate) fn new_engine() -> Result<Engine> {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
+        // Checked only when the watchdog advances the epoch (a deadline, a
+        // cancellation, a host memory budget): nothing ticks while idle.
         .epoch_interruption(true)
         // Deep recursion traps cleanly instead of taking the host stack.
         .max_wasm_stack(1 << 20)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config).map_err(|e| Error::Engine(format!("{e:#}")))
-}
-
-/// Advances the engine epoch every [`EPOCH_TICK`] until dropped.
-pub(crate) struct Ticker {
-    stop: Arc<AtomicBool>,
-}
-
-impl Ticker {
-    pub(crate) fn start(engine: &Engine) -> Ticker {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let engine = engine.clone();
-        std::thread::Builder::new()
-            .name("warden-epoch".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            })
-            .expect("spawning the epoch thread");
-        Ticker { stop }
-    }
-}
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
 }

@@ -1,46 +1,56 @@
 //! The sandbox: the only crate that knows wasmtime.
 //!
-//! It loads `warden:tool` components (compiled once, cached on disk), asks
-//! each which tools it offers, and runs every call in a fresh instance that
-//! has only what the call's [`Grants`](warden_policy::Grants) give it:
-//! preopened directories, named environment variables, HTTP to the granted
-//! hosts only, a memory cap and a time limit. Nothing else exists for the
-//! guest.
+//! It loads `warden:tool` components (compiled once, cached on disk under a
+//! MAC), asks each which tools it offers, and binds each tool to its
+//! [`Grants`](warden_policy::Grants) once: the granted directories are
+//! opened then and every call uses those handles. Each call runs in a fresh
+//! instance with only what the grants give it (preopened directories, named
+//! environment variables, HTTP to the granted hosts, a memory cap covering
+//! what the host holds for it) and ends by its deadline, whatever it waits
+//! on, or when cancelled.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use warden_policy::Policy;
-//! use warden_sandbox::{ComponentSource, HostConfig, ToolHost, Toolset};
+//! use warden_policy::{Baseline, Policy};
+//! use warden_sandbox::{CallControl, ComponentSource, HostConfig, ToolHost};
 //!
 //! let ws = std::env::current_dir().unwrap();
-//! let mut host = ToolHost::new(HostConfig { workspace: ws.clone(), cache_dir: None, make_ahead: true }).unwrap();
+//! let mut host = ToolHost::new(HostConfig::new(ws.clone())).unwrap();
 //! let bytes: &'static [u8] = Box::leak(std::fs::read("fs.wasm").unwrap().into_boxed_slice());
 //! host.load([ComponentSource::builtin("fs", bytes)]);
-//! let tools = Toolset::new(Arc::new(host), &Policy::load(&ws).unwrap());
-//! let out = tools.call("read_file", r#"{"path":"Cargo.toml"}"#);
+//! let host = Arc::new(host);
+//! let (grants, _) = Policy::load(&ws).unwrap().grants_for("read_file", Baseline::Workspace).unwrap();
+//! let read = host.bind("read_file", &grants).unwrap();
+//! let out = read.call_text(r#"{"path":"Cargo.toml"}"#, &CallControl::new());
 //! println!("{}", out.model_text());
 //! ```
 
+mod alloc;
+mod bind;
 mod bindings;
+mod bound;
 mod cache;
+mod call;
 mod clock;
-mod dirs;
 mod engine;
 mod error;
 mod host;
 mod net;
 mod outcome;
+mod schema;
 mod source;
 mod spec;
-mod toolset;
-mod warm;
 mod wasi;
+mod watchdog;
 
-pub use cache::CacheStats;
+pub use alloc::{HostAlloc, host_memory_counted};
+pub use bound::BoundTool;
+pub use cache::{CacheConfig, CacheStats};
+pub use engine::PoolConfig;
 pub use error::{Error, Result};
 pub use host::{HostConfig, LoadProblem, ToolHost, ToolInfo};
 pub use outcome::{CallOutcome, ErrorKind, ToolError};
 pub use source::ComponentSource;
 pub use spec::ToolSpec;
-pub use toolset::{Entry, Toolset};
 pub use wasi::{Mount, mounts};
+pub use watchdog::CallControl;

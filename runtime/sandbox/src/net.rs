@@ -22,13 +22,13 @@ type SendResult = wasmtime_wasi_http::Result<(
 
 /// The allow-list check and per-call time bound on outgoing requests.
 pub(crate) struct NetGate {
-    allow: NetworkAllow,
+    allow: Arc<NetworkAllow>,
     clock: CallClock,
     denied: Denials,
 }
 
 impl NetGate {
-    pub(crate) fn new(allow: NetworkAllow, clock: CallClock, denied: Denials) -> NetGate {
+    pub(crate) fn new(allow: Arc<NetworkAllow>, clock: CallClock, denied: Denials) -> NetGate {
         NetGate {
             allow,
             clock,

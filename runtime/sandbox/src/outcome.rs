@@ -25,6 +25,8 @@ pub enum ErrorKind {
     MemoryLimit,
     /// The guest trapped (a bug or hostile behaviour in the component).
     Crashed,
+    /// The user cancelled the call (before it started, or while it ran).
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -39,6 +41,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timed out",
             ErrorKind::MemoryLimit => "memory limit",
             ErrorKind::Crashed => "crashed",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }
@@ -53,7 +56,8 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ToolError {
         ToolError {
             kind,
             message: message.into(),

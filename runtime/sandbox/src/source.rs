@@ -52,7 +52,7 @@ impl ComponentSource {
         let mut sources = Vec::new();
         let mut problems = Vec::new();
         for path in paths {
-            match std::fs::read(&path) {
+            match read_component(&path) {
                 Ok(bytes) => sources.push(ComponentSource {
                     origin,
                     location: path.display().to_string(),
@@ -66,4 +66,38 @@ impl ComponentSource {
         }
         Ok((sources, problems))
     }
+}
+
+/// Largest component file read (an interpreter with its runtime is ~20 MB).
+const MAX_COMPONENT: u64 = 256 << 20;
+
+/// Reads a component file: a regular file only (a named pipe would block
+/// the start, a device never ends), at most [`MAX_COMPONENT`] bytes.
+fn read_component(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opening a named pipe for reading waits for a writer unless
+    // non-blocking; a regular file ignores the flag.
+    #[cfg(unix)]
+    options.custom_flags(libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a named pipe, socket or device); components are .wasm files",
+        ));
+    }
+    if meta.len() > MAX_COMPONENT {
+        return Err(std::io::Error::other(format!(
+            "it is {} MiB; components larger than {} MiB are not loaded",
+            meta.len() >> 20,
+            MAX_COMPONENT >> 20
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_COMPONENT).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }

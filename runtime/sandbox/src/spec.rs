@@ -65,6 +65,8 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
         }
         let parameters: Value = serde_json::from_str(&s.parameters)
             .map_err(|e| format!("tool `{}`: parameters is not valid JSON: {e}", s.name))?;
+        crate::schema::check(&parameters, s.parameters.len())
+            .map_err(|e| format!("tool `{}`: {e}", s.name))?;
         if !parameters.is_object() {
             return Err(format!(
                 "tool `{}`: parameters must be a JSON Schema object like {{\"type\":\"object\"}}",
@@ -77,7 +79,12 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
                 s.name
             ));
         }
-        let validator = jsonschema::validator_for(&parameters).map_err(|e| {
+        // Patterns run with a backtracking bound: a pattern cannot make one
+        // check take unbounded time either.
+        let validator = jsonschema::options()
+            .with_pattern_options(jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000))
+            .build(&parameters)
+            .map_err(|e| {
             format!(
                 "tool `{}`: parameters is not a valid JSON Schema: {e}",
                 s.name
@@ -98,12 +105,12 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
 }
 
 impl CheckedSpec {
-    /// Parses and validates call arguments; the error tells the model how to
-    /// call correctly.
-    pub(crate) fn check_args(&self, args: &str) -> Result<String, ToolError> {
+    /// Parses call arguments: one JSON object (an empty string counts as
+    /// `{}`, as models often send for a tool without arguments). The error
+    /// tells the model how to call correctly.
+    pub(crate) fn parse_args(&self, args: &str) -> Result<Value, ToolError> {
         let name = &self.spec.name;
         let trimmed = args.trim();
-        // Models often send "" for a tool without arguments.
         let value: Value = if trimmed.is_empty() {
             Value::Object(Default::default())
         } else {
@@ -127,13 +134,20 @@ impl CheckedSpec {
                 ),
             ));
         }
+        Ok(value)
+    }
+
+    /// Validates parsed arguments against the schema; the error tells the
+    /// model how to call correctly.
+    pub(crate) fn check_args(&self, value: &Value) -> Result<(), ToolError> {
         // The fast check first; the errors are worked out only when needed.
-        if self.validator.is_valid(&value) {
-            return Ok(value.to_string());
+        if self.validator.is_valid(value) {
+            return Ok(());
         }
+        let name = &self.spec.name;
         let problems: Vec<String> = self
             .validator
-            .iter_errors(&value)
+            .iter_errors(value)
             .take(5)
             .map(|e| {
                 let at = e.instance_path().to_string();

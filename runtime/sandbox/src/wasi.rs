@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use warden_policy::{Grants, NetworkAllow};
+use warden_policy::Grants;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -14,8 +14,9 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::alloc::Budget;
+use crate::bind::Prepared;
 use crate::clock::CallClock;
-use crate::dirs::{DirCache, Opened, fs_perms};
 use crate::net::{Denials, NetGate};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
@@ -29,9 +30,6 @@ pub(crate) struct CallState {
     pub(crate) clock: CallClock,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
-    /// The directories mounted, when known: an instance made ahead of its
-    /// call is used only while they are unchanged.
-    pub(crate) opened: Option<Opened>,
 }
 
 impl WasiHttpView for CallState {
@@ -54,12 +52,11 @@ impl WasiView for CallState {
 }
 
 /// Caps the linear memory of the whole instance (the sum over the memories
-/// of all its core modules) and remembers when a guest hit the cap, so that
-/// the trap that follows is reported as a memory-limit breach.
+/// of all its core modules) together with the host memory held for the
+/// call (see `alloc.rs`); a breach is remembered in the budget, so that the
+/// trap that follows is reported as a memory-limit breach.
 pub(crate) struct MemoryLimiter {
-    limit: usize,
-    total: usize,
-    pub(crate) hit: bool,
+    pub(crate) budget: Arc<Budget>,
 }
 
 impl ResourceLimiter for MemoryLimiter {
@@ -70,13 +67,7 @@ impl ResourceLimiter for MemoryLimiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         // Called for every memory as it is created (current = 0) and grown.
-        let total = (self.total - current.min(self.total)).saturating_add(desired);
-        if total > self.limit {
-            self.hit = true;
-            return Ok(false);
-        }
-        self.total = total;
-        Ok(true)
+        Ok(self.budget.grow_linear(current, desired))
     }
 
     fn table_growing(
@@ -109,25 +100,25 @@ pub struct Mount {
 /// not exist for the guest.
 pub fn mounts(grants: &Grants, workspace: &Path) -> Vec<Mount> {
     let mut out = Vec::new();
-    for d in &grants.dirs {
-        let Some(abs) = d.path.to_str() else {
+    for (path, write) in grants.dirs() {
+        let Some(abs) = path.to_str() else {
             continue; // not representable in WASI (non-UTF-8): not mounted
         };
         out.push(Mount {
-            host: d.path.clone(),
+            host: path.to_path_buf(),
             guest: abs.to_string(),
-            write: d.write,
+            write,
         });
-        if let Ok(rel) = d.path.strip_prefix(workspace) {
+        if let Ok(rel) = path.strip_prefix(workspace) {
             let guest = match rel.to_str() {
                 Some("") => ".".to_string(),
                 Some(r) => r.to_string(),
                 None => continue,
             };
             out.push(Mount {
-                host: d.path.clone(),
+                host: path.to_path_buf(),
                 guest,
-                write: d.write,
+                write,
             });
         }
     }
@@ -203,104 +194,52 @@ impl tokio::io::AsyncWrite for CappedPipe {
     }
 }
 
-/// Builds the store data of one call from its grants. No sockets, HTTP only
-/// to the granted hosts (refusals are recorded in `denied`), no host
-/// environment but the variables named in the grants, no stdin.
+/// Resource-table entries one call may hold (pollables, streams, HTTP
+/// requests and headers, open files): far more than any tool needs, few
+/// enough that the table itself stays small.
+const TABLE_ENTRIES: usize = 100_000;
+
+/// Largest single `get-random-bytes` answer.
+const RANDOM_BYTES: u64 = 1 << 20;
+
+/// Builds the store data of one call from what was prepared when the tool
+/// was bound. No sockets, HTTP only to the granted hosts (refusals are
+/// recorded in `denied`), no host environment but the granted variables, no
+/// stdin.
 pub(crate) fn call_state(
-    grants: &Grants,
-    workspace: &Path,
+    prepared: &Prepared,
+    clock: CallClock,
     stderr: &CappedPipe,
     denied: &Denials,
-    dirs: &DirCache,
-) -> Result<CallState, String> {
+    budget: Arc<Budget>,
+) -> CallState {
     let mut b = WasiCtxBuilder::new();
-    // Calls already run on their own thread: doing file I/O in place avoids a
-    // hop to tokio's blocking pool per operation (10x on small calls). Must be
-    // set before the preopens, which capture it.
-    b.allow_blocking_current_thread(true);
-    let clock = CallClock::new(grants.limits.timeout);
-    b.monotonic_clock(clock.clone());
+    b.monotonic_clock(clock);
     b.stdout(CappedPipe::default())
         .stderr(stderr.clone())
         .allow_tcp(false)
         .allow_udp(false)
-        .allow_ip_name_lookup(false);
-    for name in &grants.env {
-        if let Ok(value) = std::env::var(name) {
-            b.env(name, value);
-        }
+        .allow_ip_name_lookup(false)
+        .max_random_size(RANDOM_BYTES);
+    for (name, value) in &prepared.env {
+        b.env(name, value);
     }
-    let mounts = mounts(grants, workspace);
-    let found = if mounts.is_empty() {
-        None
-    } else {
-        dirs.preopens(&mounts)
-    };
-    let (cached, opened) = match found {
-        Some((preopens, opened)) => (Some(preopens), Some(opened)),
-        // No mounts: nothing to check. Opened in place: cannot be checked.
-        None => (None, mounts.is_empty().then(Vec::new)),
-    };
-    if cached.is_none() {
-        for m in &mounts {
-            b.preopened_dir(&m.host, &m.guest, fs_perms(m))
-                .map_err(|e| {
-                    format!("cannot open granted directory {}: {e:#}", m.host.display())
-                })?;
-        }
+    if let Some(cwd) = &prepared.initial_cwd {
+        // Reported through wasi:cli/environment.initial-cwd for guests that ask.
+        b.initial_cwd(cwd);
     }
-    // Reported through wasi:cli/environment.initial-cwd for guests that ask.
-    if let Some(ws) = workspace
-        .to_str()
-        .filter(|_| grants.dirs.iter().any(|d| d.path == workspace))
-    {
-        b.initial_cwd(ws);
-    }
-    let limit = usize::try_from(grants.limits.memory).unwrap_or(usize::MAX);
-    let net = NetGate::new(
-        NetworkAllow::new(&grants.network),
-        clock.clone(),
-        denied.clone(),
-    );
     let mut wasi = b.build();
-    if let Some(preopens) = cached {
-        *wasi.filesystem() = preopens;
-    }
-    Ok(CallState {
+    // The granted directories, opened once when the tool was bound: the
+    // same handles every call, whatever their paths lead to now.
+    *wasi.filesystem() = prepared.preopens.clone();
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(TABLE_ENTRIES);
+    CallState {
         wasi,
         http: WasiHttpCtx::new(),
-        net,
+        net: NetGate::new(prepared.allow.clone(), clock, denied.clone()),
         clock,
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter {
-            limit,
-            total: 0,
-            hit: false,
-        },
-        opened,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MIB: usize = 1 << 20;
-
-    #[test]
-    fn the_memory_limit_covers_all_memories_of_an_instance() {
-        let mut l = MemoryLimiter {
-            limit: 64 * MIB,
-            total: 0,
-            hit: false,
-        };
-        assert!(l.memory_growing(0, 40 * MIB, None).unwrap());
-        // A second memory that alone fits, but not with the first one.
-        assert!(!l.memory_growing(0, 30 * MIB, None).unwrap());
-        assert!(l.hit);
-        // Growing the first memory counts only the difference.
-        assert!(l.memory_growing(40 * MIB, 60 * MIB, None).unwrap());
-        assert!(!l.memory_growing(60 * MIB, 65 * MIB, None).unwrap());
-        assert!(l.memory_growing(0, 4 * MIB, None).unwrap());
+        table,
+        limiter: MemoryLimiter { budget },
     }
 }

@@ -52,12 +52,22 @@ fn process_cpu() -> Option<Duration> {
     Some(Duration::from_nanos(total))
 }
 
-/// The 4 KiB read with instances made inside each call (`make_ahead` off).
-fn made_in_call(ws: &Path) -> warden_sandbox::Toolset {
-    let mut host = warden_tests::test_host_with(ws, false);
-    host.load([warden_tests::builtin_fs()]);
-    let policy = warden_policy::Policy::load(ws).unwrap();
-    warden_sandbox::Toolset::new(std::sync::Arc::new(host), &policy)
+/// Context switches so far of every thread of this process (Linux): a
+/// process that sits idle should add none.
+fn context_switches() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let status = std::fs::read_to_string(task.ok()?.path().join("status")).ok()?;
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += v.trim().parse::<u64>().ok()?;
+            }
+        }
+    }
+    Some(total)
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -87,7 +97,7 @@ fn main() {
         .position(|a| a == "--calls")
         .and_then(|i| argv.get(i + 1))
         .map_or(20_000, |n| n.parse().expect("--calls N"));
-    let profile = |name: &str, args: &str, t: &warden_sandbox::Toolset| {
+    let profile = |name: &str, args: &str, t: &warden_tests::Tools| {
         for _ in 0..calls {
             t.call(name, args);
         }
@@ -125,12 +135,22 @@ fn main() {
             })
             .collect(),
     );
-    let in_call = {
-        let t = made_in_call(&sb.ws);
-        for _ in 0..200 {
-            t.call("read_file", args);
-        }
-        time(3000, || t.call("read_file", args))
+    // As between the turns of an agent: the process was idle a while.
+    let after_idle = median(
+        (0..5)
+            .map(|_| {
+                std::thread::sleep(Duration::from_secs(1));
+                let t = Instant::now();
+                std::hint::black_box(tools.call("read_file", args));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    // Idle means idle: no thread wakes while nothing runs.
+    let idle_switches = {
+        let before = context_switches();
+        std::thread::sleep(Duration::from_secs(5));
+        context_switches().zip(before).map(|(a, b)| a - b)
     };
     let missing_file = time(3000, || tools.call("read_file", missing));
     let native = time(3000, || std::fs::read_to_string(&file).unwrap());
@@ -152,21 +172,29 @@ fn main() {
     );
     println!("  native std::fs read        {:>12}", us(native));
     println!(
-        "  warden read_file (sandbox) {:>12}   ({:.0}x native; calls back to back, instances made ahead)",
+        "  warden read_file (sandbox) {:>12}   ({:.0}x native; calls back to back)",
         us(sandboxed),
         ratio(sandboxed, native)
     );
     println!(
-        "  read_file, 1 ms apart      {:>12}   (as in an agent turn: an instance is always waiting)",
-        us(spaced)
+        "  read_file, 1 ms apart      {:>12}   ({:.2}x back to back)",
+        us(spaced),
+        ratio(spaced, sandboxed)
     );
     println!(
-        "  read_file, made in call    {:>12}   (make_ahead off: instance made and dropped in the call)",
-        us(in_call)
+        "  read_file, after 1 s idle  {:>12}   ({:.2}x back to back; as between agent turns)",
+        us(after_idle),
+        ratio(after_idle, sandboxed)
     );
+    if let Some(n) = idle_switches {
+        println!(
+            "  idle 5 s after calls       {n:>9} context switches of all threads (target <= 5: {})",
+            verdict(n <= 5)
+        );
+    }
     if let Some(cpu) = cpu_per_call {
         println!(
-            "  CPU per call, all threads  {:>12}   ({:.0}% of the {} each call took back to back; the helper spins between jobs)",
+            "  CPU per call, all threads  {:>12}   ({:.0}% of the {} each call took back to back)",
             us(cpu),
             100.0 * ratio(cpu, back_to_back),
             us(back_to_back)

@@ -228,7 +228,7 @@ impl Agent {
         if c.tool_calls.is_empty() {
             return Ok(Some(c.content));
         }
-        let results = self.run_calls(&c.tool_calls, cancel, on).await;
+        let results = self.run_calls(&c.tool_calls, cancel, on).await?;
         for (call, result) in c.tool_calls.iter().zip(&results) {
             let content = match result {
                 Some(r) => r.output.clone(),
@@ -239,7 +239,7 @@ impl Agent {
                 content,
             })?;
         }
-        if results.iter().any(Option::is_none) {
+        if cancel.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
         Ok(None)
@@ -278,7 +278,7 @@ impl Agent {
         if calls.is_empty() && malformed.is_empty() {
             return Ok(Some(c.content));
         }
-        let results = self.run_calls(&calls, cancel, on).await;
+        let results = self.run_calls(&calls, cancel, on).await?;
         let mut body = String::new();
         if !calls.is_empty() {
             let named: Vec<(String, Result<String, String>)> = calls
@@ -302,7 +302,7 @@ impl Agent {
             body.push_str(&textproto::malformed_message(&malformed));
         }
         self.push(Message::User { content: body })?;
-        if results.iter().any(Option::is_none) {
+        if cancel.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
         Ok(None)

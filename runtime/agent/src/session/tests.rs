@@ -6,7 +6,8 @@ use crate::ToolCall;
 
 fn store() -> (tempfile::TempDir, SessionStore) {
     let tmp = tempfile::tempdir().unwrap();
-    let store = SessionStore::new(tmp.path().join(".warden/sessions"));
+    let store =
+        SessionStore::new(warden_state::StateDir::open(tmp.path(), "warden/sessions").unwrap());
     (tmp, store)
 }
 
@@ -93,9 +94,10 @@ fn write_all(session: &mut Session, records: &[Record]) {
 #[test]
 fn round_trip_every_record_kind() {
     let (_tmp, store) = store();
-    assert!(
-        !store.dir().exists(),
-        "nothing is created before the first session"
+    assert_eq!(
+        fs::read_dir(store.dir()).unwrap().count(),
+        0,
+        "no file before the first session"
     );
     let mut session = store.create().unwrap();
     assert!(session.path().starts_with(store.dir()));

@@ -1,5 +1,11 @@
+use std::time::Duration;
+
 use super::*;
 use crate::ModelSection;
+
+fn dirs(g: &Grants) -> Vec<(PathBuf, bool)> {
+    g.dirs().map(|(p, w)| (p.to_path_buf(), w)).collect()
+}
 
 fn ws() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -13,22 +19,24 @@ fn parse(text: &str, ws: &Path) -> Result<Policy> {
 }
 
 #[test]
-fn builtins_default_to_workspace_rw_and_dropins_to_nothing() {
+fn builtins_default_to_their_baseline_and_dropins_to_nothing() {
     let d = ws();
     let p = Policy::defaults(d.path());
-    let (g, w) = p.grants_for("read_file", Origin::Builtin).unwrap();
+    let (g, w) = p.grants_for("write_file", Baseline::Workspace).unwrap();
     assert!(w.is_empty());
-    assert_eq!(
-        g.dirs,
-        vec![DirGrant {
-            path: d.path().canonicalize().unwrap(),
-            write: true
-        }]
-    );
+    assert_eq!(dirs(&g), vec![(d.path().canonicalize().unwrap(), true)]);
     assert_eq!(g.limits, Limits::default());
-    assert!(g.env.is_empty() && g.network.is_empty());
-    assert!(p.grants_for("uppercase", Origin::Workspace).is_none());
-    assert!(p.grants_for("uppercase", Origin::User).is_none());
+    assert_eq!(g.caps.len(), 1);
+    assert!(g.needs_approval());
+    // Tools that only look get the workspace read-only, and need no approval.
+    let (g, _) = p.grants_for("read_file", Baseline::WorkspaceRead).unwrap();
+    assert_eq!(dirs(&g), vec![(d.path().canonicalize().unwrap(), false)]);
+    assert!(!g.needs_approval());
+    // Web built-ins: enabled, with nothing.
+    let (g, _) = p.grants_for("fetch", Baseline::Nothing).unwrap();
+    assert!(g.caps.is_empty());
+    assert!(p.grants_for("uppercase", Baseline::Off).is_none());
+    assert!(p.grants_for("uppercase", Baseline::Off).is_none());
 }
 
 #[test]
@@ -39,18 +47,12 @@ fn a_section_enables_a_dropin_with_exactly_its_grants() {
         d.path(),
     )
     .unwrap();
-    let (g, _) = p.grants_for("probe", Origin::Workspace).unwrap();
+    let (g, _) = p.grants_for("probe", Baseline::Off).unwrap();
     let root = d.path().canonicalize().unwrap();
-    assert_eq!(g.dirs.len(), 2);
-    assert!(g.dirs.contains(&DirGrant {
-        path: root.join("docs"),
-        write: false
-    }));
-    assert!(g.dirs.contains(&DirGrant {
-        path: root.join("out"),
-        write: true
-    }));
-    assert_eq!(g.env, vec!["LANG"]);
+    assert_eq!(dirs(&g).len(), 2);
+    assert!(dirs(&g).contains(&(root.join("docs"), false)));
+    assert!(dirs(&g).contains(&(root.join("out"), true)));
+    assert_eq!(g.env().collect::<Vec<_>>(), vec!["LANG"]);
     assert_eq!(g.limits.memory, 64 << 20);
     assert_eq!(g.limits.timeout, Duration::from_secs(10));
     assert_eq!(g.limits.output, Limits::default().output);
@@ -65,7 +67,7 @@ fn nested_read_only_grant_sorts_after_the_read_write_one() {
         d.path(),
     )
     .unwrap();
-    let (g, w) = p.grants_for("write_file", Origin::Builtin).unwrap();
+    let (g, w) = p.grants_for("write_file", Baseline::Workspace).unwrap();
     assert_eq!(g.summary(&d.path().canonicalize().unwrap()), "rw:. ro:docs");
     assert_eq!(w.len(), 1);
     assert!(
@@ -82,18 +84,18 @@ fn builtins_can_be_disabled_and_restricted() {
         d.path(),
     )
     .unwrap();
-    assert!(p.grants_for("delete", Origin::Builtin).is_none());
-    let (g, _) = p.grants_for("read_file", Origin::Builtin).unwrap();
-    assert_eq!(g.dirs.len(), 1);
-    assert!(!g.dirs[0].write);
+    assert!(p.grants_for("delete", Baseline::Workspace).is_none());
+    let (g, _) = p.grants_for("read_file", Baseline::Workspace).unwrap();
+    assert_eq!(dirs(&g).len(), 1);
+    assert!(!dirs(&g)[0].1);
 }
 
 #[test]
 fn missing_directory_is_a_warning_and_not_mounted() {
     let d = ws();
     let p = parse("[tools.probe]\nread = [\"nope\"]\n", d.path()).unwrap();
-    let (g, w) = p.grants_for("probe", Origin::Workspace).unwrap();
-    assert!(g.dirs.is_empty());
+    let (g, w) = p.grants_for("probe", Baseline::Off).unwrap();
+    assert!(dirs(&g).is_empty());
     assert!(
         w[0].contains("`nope`") && w[0].contains("does not exist"),
         "{w:?}"
@@ -162,19 +164,19 @@ fn network_hosts_are_granted_only_to_the_tool_that_names_them() {
         d.path(),
     )
     .unwrap();
-    let (g, _) = p.grants_for("fetch", Origin::Workspace).unwrap();
+    let (g, _) = p.grants_for("fetch", Baseline::Off).unwrap();
     assert_eq!(
-        g.network,
+        g.hosts().collect::<Vec<_>>(),
         vec!["api.example.com", "*.docs.rs", "127.0.0.1:8080"]
     );
     assert_eq!(
         g.summary(&d.path().canonicalize().unwrap()),
         "net:api.example.com,*.docs.rs,127.0.0.1:8080"
     );
-    let (probe, _) = p.grants_for("probe", Origin::Workspace).unwrap();
-    assert!(probe.network.is_empty());
-    let (read, _) = p.grants_for("read_file", Origin::Builtin).unwrap();
-    assert!(read.network.is_empty());
+    let (probe, _) = p.grants_for("probe", Baseline::Off).unwrap();
+    assert!(probe.hosts().next().is_none());
+    let (read, _) = p.grants_for("read_file", Baseline::Workspace).unwrap();
+    assert!(read.hosts().next().is_none());
 }
 
 #[test]

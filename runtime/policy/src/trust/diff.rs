@@ -3,11 +3,12 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::{ToolGrants, TrustState};
+use super::{ToolRecord, TrustState};
+use crate::inert::inert;
 use crate::units::format_size;
-use crate::{Limits, POLICY_FILE};
+use crate::{Capability, Limits, POLICY_FILE};
 
-/// One capability change between the trusted state and the current one.
+/// One change between the trusted state and the current one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// A tool is enabled that was not.
@@ -15,58 +16,26 @@ pub enum Change {
         /// Tool name.
         tool: String,
         /// Everything it gets.
-        grants: ToolGrants,
+        record: ToolRecord,
     },
     /// A tool is no longer enabled.
     ToolRemoved {
         /// Tool name.
         tool: String,
     },
-    /// A tool may reach a directory (or write one) it could not.
-    DirGained {
+    /// A tool gains a capability.
+    Gained {
         /// Tool name.
         tool: String,
-        /// Absolute directory.
-        path: String,
-        /// Read-write when true.
-        write: bool,
+        /// What it may now reach.
+        cap: Capability,
     },
-    /// A tool lost a directory grant.
-    DirLost {
+    /// A tool loses a capability.
+    Lost {
         /// Tool name.
         tool: String,
-        /// Absolute directory.
-        path: String,
-        /// Read-write when true.
-        write: bool,
-    },
-    /// A tool sees a host environment variable it did not.
-    EnvGained {
-        /// Tool name.
-        tool: String,
-        /// Variable name.
-        name: String,
-    },
-    /// A tool no longer sees a host environment variable.
-    EnvLost {
-        /// Tool name.
-        tool: String,
-        /// Variable name.
-        name: String,
-    },
-    /// A tool may reach a host it could not.
-    NetworkGained {
-        /// Tool name.
-        tool: String,
-        /// Host.
-        host: String,
-    },
-    /// A tool can no longer reach a host.
-    NetworkLost {
-        /// Tool name.
-        tool: String,
-        /// Host.
-        host: String,
+        /// What it may no longer reach.
+        cap: Capability,
     },
     /// A resource limit moved (either way: a raised limit is more power, a
     /// lowered one may break the tool).
@@ -86,8 +55,8 @@ pub enum Change {
         file: String,
         /// SHA-256 hex.
         hash: String,
-        /// Tools it provides.
-        tools: Vec<String>,
+        /// Size in bytes.
+        size: u64,
     },
     /// A trusted component file is gone.
     ComponentRemoved {
@@ -114,45 +83,36 @@ pub enum Change {
     },
 }
 
+/// Every line is safe to print: paths and file names from the workspace
+/// are shown inert.
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Change::ToolAdded { tool, grants } => {
-                write!(f, "+ tool {tool} ({}): {}", grants.origin, describe(grants))
+            Change::ToolAdded { tool, record } => {
+                write!(f, "+ tool {tool} ({}): {}", record.origin, describe(record))
             }
             Change::ToolRemoved { tool } => write!(f, "- tool {tool}"),
-            Change::DirGained { tool, path, write } => {
-                write!(f, "+ {tool}: {} {path}", access(*write))
-            }
-            Change::DirLost { tool, path, write } => {
-                write!(f, "- {tool}: {} {path}", access(*write))
-            }
-            Change::EnvGained { tool, name } => write!(f, "+ {tool}: env {name}"),
-            Change::EnvLost { tool, name } => write!(f, "- {tool}: env {name}"),
-            Change::NetworkGained { tool, host } => write!(f, "+ {tool}: network {host}"),
-            Change::NetworkLost { tool, host } => write!(f, "- {tool}: network {host}"),
+            Change::Gained { tool, cap } => write!(f, "+ {tool}: {cap}"),
+            Change::Lost { tool, cap } => write!(f, "- {tool}: {cap}"),
             Change::LimitChanged {
                 tool,
                 limit,
                 from,
                 to,
             } => write!(f, "~ {tool}: {limit} {from} → {to}"),
-            Change::ComponentAdded { file, hash, tools } => {
-                let tools = if tools.is_empty() {
-                    "none".to_string()
-                } else {
-                    tools.join(", ")
-                };
-                write!(
-                    f,
-                    "+ component {file} sha256:{} (tools: {tools})",
-                    short(hash)
-                )
-            }
-            Change::ComponentRemoved { file } => write!(f, "- component {file}"),
+            Change::ComponentAdded { file, hash, size } => write!(
+                f,
+                "+ component {} ({}, sha256:{}); it runs only once trusted, and its tools \
+                 get only what warden.toml grants them",
+                inert(file),
+                format_size(*size),
+                short(hash)
+            ),
+            Change::ComponentRemoved { file } => write!(f, "- component {}", inert(file)),
             Change::ComponentChanged { file, from, to } => write!(
                 f,
-                "~ component {file} sha256:{} → sha256:{}",
+                "~ component {} sha256:{} → sha256:{}",
+                inert(file),
                 short(from),
                 short(to)
             ),
@@ -171,47 +131,36 @@ impl fmt::Display for Change {
     }
 }
 
-fn access(write: bool) -> &'static str {
-    if write { "read-write" } else { "read-only" }
-}
-
 /// Enough of a hash to recognize it; the full one is in the record.
 fn short(hash: &str) -> String {
     format!("{}…", hash.get(..8).unwrap_or(hash))
 }
 
-fn format_ms(ms: u64) -> String {
-    if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
-}
-
 /// Everything a new tool gets, most dangerous first; limits only where they
 /// differ from the built-in defaults, to keep the line short.
-fn describe(g: &ToolGrants) -> String {
-    let defaults = Limits::default();
-    let mut parts: Vec<String> = g
-        .write
+fn describe(r: &ToolRecord) -> String {
+    let writes = r
+        .caps
         .iter()
-        .map(|p| format!("read-write {p}"))
-        .chain(g.read.iter().map(|p| format!("read-only {p}")))
-        .chain(g.env.iter().map(|n| format!("env {n}")))
-        .chain(g.network.iter().map(|h| format!("network {h}")))
-        .collect();
+        .filter(|c| matches!(c, Capability::Dir { write: true, .. }));
+    let reads = r
+        .caps
+        .iter()
+        .filter(|c| matches!(c, Capability::Dir { write: false, .. }));
+    let others = r
+        .caps
+        .iter()
+        .filter(|c| !matches!(c, Capability::Dir { .. }));
+    let mut parts: Vec<String> = writes.chain(reads).chain(others).map(|c| c.to_string()).collect();
     // Said outright, so that a line of limits alone is not read as access.
     if parts.is_empty() {
         parts.push("no access".to_string());
     }
-    if g.memory != defaults.memory {
-        parts.push(format!("memory {}", format_size(g.memory)));
-    }
-    if u128::from(g.timeout_ms) != defaults.timeout.as_millis() {
-        parts.push(format!("timeout {}", format_ms(g.timeout_ms)));
-    }
-    if g.output != defaults.output {
-        parts.push(format!("output {}", format_size(g.output)));
+    let defaults = Limits::default().named();
+    for ((name, value), (_, default)) in r.limits.named().into_iter().zip(defaults) {
+        if value != default {
+            parts.push(format!("{name} {value}"));
+        }
     }
     parts.join(", ")
 }
@@ -219,7 +168,7 @@ fn describe(g: &ToolGrants) -> String {
 /// The changes from `trusted` to `current`: the policy file first, then
 /// components by file name, then tools alphabetically. Within a tool,
 /// losses come before gains, so a directory going from read-only to
-/// read-write reads as `DirLost` (read-only) then `DirGained` (read-write).
+/// read-write reads as `Lost` (read-only) then `Gained` (read-write).
 pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
     let mut out = Vec::new();
     if trusted.policy_hash != current.policy_hash {
@@ -238,7 +187,7 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
             (None, Some(c)) => out.push(Change::ComponentAdded {
                 file: file.clone(),
                 hash: c.hash.clone(),
-                tools: c.tools.clone(),
+                size: c.size,
             }),
             (Some(_), None) => out.push(Change::ComponentRemoved { file: file.clone() }),
             (Some(t), Some(c)) if t.hash != c.hash => out.push(Change::ComponentChanged {
@@ -251,9 +200,9 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
     }
     let tools: BTreeSet<&String> = trusted.tools.keys().chain(current.tools.keys()).collect();
     for tool in tools {
-        let added = |grants: &ToolGrants| Change::ToolAdded {
+        let added = |record: &ToolRecord| Change::ToolAdded {
             tool: tool.clone(),
-            grants: grants.clone(),
+            record: record.clone(),
         };
         match (trusted.tools.get(tool), current.tools.get(tool)) {
             (None, Some(c)) => out.push(added(c)),
@@ -271,71 +220,27 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
     out
 }
 
-fn tool_changes(tool: &str, t: &ToolGrants, c: &ToolGrants, out: &mut Vec<Change>) {
-    let dirs = |g: &'_ ToolGrants| -> BTreeSet<(String, bool)> {
-        let ro = g.read.iter().map(|p| (p.clone(), false));
-        ro.chain(g.write.iter().map(|p| (p.clone(), true)))
-            .collect()
-    };
-    let (before, after) = (dirs(t), dirs(c));
-    for (path, write) in before.difference(&after).cloned() {
-        out.push(Change::DirLost {
+fn tool_changes(tool: &str, t: &ToolRecord, c: &ToolRecord, out: &mut Vec<Change>) {
+    for cap in t.caps.difference(&c.caps) {
+        out.push(Change::Lost {
             tool: tool.to_string(),
-            path,
-            write,
+            cap: cap.clone(),
         });
     }
-    for (path, write) in after.difference(&before).cloned() {
-        out.push(Change::DirGained {
+    for cap in c.caps.difference(&t.caps) {
+        out.push(Change::Gained {
             tool: tool.to_string(),
-            path,
-            write,
+            cap: cap.clone(),
         });
     }
-    let (before, after) = (set(&t.env), set(&c.env));
-    for name in before.difference(&after) {
-        out.push(Change::EnvLost {
-            tool: tool.to_string(),
-            name: name.to_string(),
-        });
-    }
-    for name in after.difference(&before) {
-        out.push(Change::EnvGained {
-            tool: tool.to_string(),
-            name: name.to_string(),
-        });
-    }
-    let (before, after) = (set(&t.network), set(&c.network));
-    for host in before.difference(&after) {
-        out.push(Change::NetworkLost {
-            tool: tool.to_string(),
-            host: host.to_string(),
-        });
-    }
-    for host in after.difference(&before) {
-        out.push(Change::NetworkGained {
-            tool: tool.to_string(),
-            host: host.to_string(),
-        });
-    }
-    type Human = fn(u64) -> String;
-    let limits: [(&'static str, u64, u64, Human); 3] = [
-        ("memory", t.memory, c.memory, format_size),
-        ("timeout", t.timeout_ms, c.timeout_ms, format_ms),
-        ("output", t.output, c.output, format_size),
-    ];
-    for (limit, from, to, human) in limits {
+    for ((limit, from), (_, to)) in t.limits.named().into_iter().zip(c.limits.named()) {
         if from != to {
             out.push(Change::LimitChanged {
                 tool: tool.to_string(),
                 limit,
-                from: human(from),
-                to: human(to),
+                from,
+                to,
             });
         }
     }
-}
-
-fn set(items: &[String]) -> BTreeSet<&str> {
-    items.iter().map(String::as_str).collect()
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::{Limits, Policy};
+use crate::{Baseline, Limits, Policy};
 
 fn state_with(policy: Option<&str>, components: &[(&str, &str)]) -> TrustState {
     TrustState {
@@ -8,10 +8,9 @@ fn state_with(policy: Option<&str>, components: &[(&str, &str)]) -> TrustState {
         components: components
             .iter()
             .map(|(file, hash)| {
-                let tool = file.trim_end_matches(".wasm").to_string();
                 let entry = ComponentEntry {
                     hash: hash.to_string(),
-                    tools: vec![tool],
+                    size: 2048,
                 };
                 (file.to_string(), entry)
             })
@@ -27,18 +26,22 @@ fn current(components: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolGrants {
-    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
-    let d = Limits::default();
-    ToolGrants {
+fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolRecord {
+    let dir = |write: bool| {
+        move |p: &&str| Capability::Dir {
+            path: p.into(),
+            write,
+        }
+    };
+    ToolRecord {
         origin: origin.to_string(),
-        read: strings(read),
-        write: strings(write),
-        env: strings(env),
-        network: Vec::new(),
-        memory: d.memory,
-        timeout_ms: d.timeout.as_millis() as u64,
-        output: d.output,
+        caps: read
+            .iter()
+            .map(dir(false))
+            .chain(write.iter().map(dir(true)))
+            .chain(env.iter().map(|n| Capability::Env { name: n.to_string() }))
+            .collect(),
+        limits: Limits::default(),
     }
 }
 
@@ -55,35 +58,48 @@ fn sha256_is_lowercase_hex() {
 }
 
 #[test]
-fn from_grants_splits_dirs_and_sorts() {
+fn a_record_holds_the_capability_set() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir(ws.path().join("docs")).unwrap();
     std::fs::create_dir(ws.path().join("out")).unwrap();
     let text = "[tools.probe]\nread = [\"docs\"]\nwrite = [\"out\"]\nenv = [\"TERM\", \"LANG\"]\n\
                 timeout = \"500ms\"\n";
     let policy = Policy::parse(text, &ws.path().join(POLICY_FILE), ws.path()).unwrap();
-    let (g, _) = policy.grants_for("probe", Origin::Workspace).unwrap();
-    let t = ToolGrants::from_grants(Origin::Workspace, &g);
+    let (g, _) = policy.grants_for("probe", Baseline::Off).unwrap();
+    let t = ToolRecord::new(false, &g);
     let root = ws.path().canonicalize().unwrap();
-    assert_eq!(t.origin, "workspace");
-    assert_eq!(t.read, vec![root.join("docs").display().to_string()]);
-    assert_eq!(t.write, vec![root.join("out").display().to_string()]);
-    assert_eq!(t.env, vec!["LANG", "TERM"]);
-    assert_eq!(t.timeout_ms, 500);
-    assert_eq!(t.memory, Limits::default().memory);
+    assert_eq!(t.origin, "drop-in");
+    let caps: Vec<String> = t.caps.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        caps,
+        vec![
+            format!("read-only {}", root.join("docs").display()),
+            format!("read-write {}", root.join("out").display()),
+            "env LANG".to_string(),
+            "env TERM".to_string(),
+        ]
+    );
+    assert_eq!(t.limits.timeout, std::time::Duration::from_millis(500));
+    assert_eq!(t.limits.memory, Limits::default().memory);
+    // The same grants in another order are the same record.
+    let reordered = "[tools.probe]\nenv = [\"LANG\", \"TERM\"]\nwrite = [\"out\"]\nread = [\"docs\"]\n\
+                timeout = \"500ms\"\n";
+    let policy = Policy::parse(reordered, &ws.path().join(POLICY_FILE), ws.path()).unwrap();
+    let (g, _) = policy.grants_for("probe", Baseline::Off).unwrap();
+    assert_eq!(ToolRecord::new(false, &g), t);
 }
 
 #[test]
 fn save_load_round_trip() {
     let store_dir = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let store = TrustStore::new(store_dir.path().join("warden/trust"));
+    let store = TrustStore::new(StateDir::open(store_dir.path(), "warden/trust").unwrap());
     assert_eq!(store.load(ws.path()).unwrap(), None);
 
     let mut state = state_with(Some("[tools.up]\n"), &[("up.wasm", "aa")]);
     state.tools.insert(
         "up".into(),
-        grants("workspace", &["/r"], &["/w"], &["LANG"]),
+        grants("drop-in", &["/r"], &["/w"], &["LANG"]),
     );
     store.save(ws.path(), &state).unwrap();
     assert_eq!(store.load(ws.path()).unwrap(), Some(state.clone()));
@@ -116,15 +132,15 @@ fn save_load_round_trip() {
 fn corrupt_record_is_an_error_naming_the_file() {
     let store_dir = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let store = TrustStore::new(store_dir.path().to_path_buf());
+    let store = TrustStore::new(StateDir::open(store_dir.path(), "t").unwrap());
     store.save(ws.path(), &TrustState::default()).unwrap();
-    let file = std::fs::read_dir(store_dir.path())
+    let file = std::fs::read_dir(store_dir.path().join("t"))
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    std::fs::write(&file, "{\"format\": 1, \"state\": ").unwrap();
+    std::fs::write(&file, "{\"format\": 2, \"state\": ").unwrap();
     let err = store.load(ws.path()).unwrap_err();
     assert!(matches!(err, Error::Invalid { ref path, .. } if *path == file));
     let msg = err.to_string();
@@ -295,7 +311,7 @@ fn decide_removed_component_is_reported() {
 fn diff_of_equal_states_is_empty() {
     let mut s = state_with(Some("x"), &[("up.wasm", "aa")]);
     s.tools
-        .insert("up".into(), grants("workspace", &["/r"], &[], &[]));
+        .insert("up".into(), grants("drop-in", &["/r"], &[], &[]));
     assert!(diff(&s, &s.clone()).is_empty());
 }
 
@@ -304,8 +320,7 @@ fn diff_policy_and_components() {
     let a = "a".repeat(64);
     let b = "b".repeat(64);
     let before = state_with(Some("old"), &[("gone.wasm", &a), ("x.wasm", &a)]);
-    let mut after = state_with(Some("new"), &[("evil.wasm", "abcd1234ff"), ("x.wasm", &b)]);
-    after.components.get_mut("evil.wasm").unwrap().tools = vec!["evil".into(), "worse".into()];
+    let after = state_with(Some("new"), &[("evil.wasm", "abcd1234ff"), ("x.wasm", &b)]);
     let changes = diff(&before, &after);
     assert_eq!(
         changes[0],
@@ -320,7 +335,9 @@ fn diff_policy_and_components() {
         lines(&changes),
         vec![
             format!("~ warden.toml sha256:{old}… → sha256:{new}…"),
-            "+ component evil.wasm sha256:abcd1234… (tools: evil, worse)".to_string(),
+            "+ component evil.wasm (2KiB, sha256:abcd1234…); it runs only once trusted, and \
+             its tools get only what warden.toml grants them"
+                .to_string(),
             "- component gone.wasm".to_string(),
             "~ component x.wasm sha256:aaaaaaaa… → sha256:bbbbbbbb…".to_string(),
         ]
@@ -350,15 +367,17 @@ fn diff_tools() {
     );
     after.tools.insert(
         "uppercase".into(),
-        grants("workspace", &[], &["/abs/out"], &["LANG"]),
+        grants("drop-in", &[], &["/abs/out"], &["LANG"]),
     );
     let mut rf = grants("builtin", &["/ws/docs"], &["/"], &[]);
-    rf.memory = 1 << 30;
-    rf.timeout_ms = 1500;
-    rf.network = vec!["example.com".into()];
+    rf.limits.memory = 1 << 30;
+    rf.limits.timeout = std::time::Duration::from_millis(1500);
+    rf.caps.insert(Capability::Net {
+        host: "example.com".into(),
+    });
     after.tools.insert("read_file".into(), rf);
     let mut wf = grants("builtin", &[], &["/ws"], &["LANG"]);
-    wf.output = 1 << 20;
+    wf.limits.output = 1 << 20;
     after.tools.insert("write_file".into(), wf);
 
     let changes = diff(&before, &after);
@@ -371,15 +390,19 @@ fn diff_tools() {
             "+ read_file: network example.com",
             "~ read_file: memory 256MiB → 1GiB",
             "~ read_file: timeout 30s → 1500ms",
-            "+ tool uppercase (workspace): read-write /abs/out, env LANG",
+            "+ tool uppercase (drop-in): read-write /abs/out, env LANG",
             "- write_file: env HOME",
             "+ write_file: env LANG",
             "~ write_file: output 256KiB → 1MiB",
         ]
     );
     // read-only → read-write of one directory: the loss, then the gain.
-    assert!(matches!(&changes[1], Change::DirLost { path, write: false, .. } if path == "/"));
-    assert!(matches!(&changes[2], Change::DirGained { path, write: true, .. } if path == "/"));
+    assert!(
+        matches!(&changes[1], Change::Lost { cap: Capability::Dir { path, write: false }, .. } if path.as_os_str() == "/")
+    );
+    assert!(
+        matches!(&changes[2], Change::Gained { cap: Capability::Dir { path, write: true }, .. } if path.as_os_str() == "/")
+    );
     let memory = Change::LimitChanged {
         tool: "read_file".into(),
         limit: "memory",
@@ -402,19 +425,19 @@ fn diff_origin_change_is_a_new_tool() {
     before
         .tools
         .insert("read_file".into(), grants("builtin", &[], &["/ws"], &[]));
-    let mut g = grants("workspace", &[], &[], &[]);
-    g.memory = 64 << 20;
+    let mut g = grants("drop-in", &[], &[], &[]);
+    g.limits.memory = 64 << 20;
     after.tools.insert("read_file".into(), g);
     assert_eq!(
         lines(&diff(&before, &after)),
         vec![
             "- tool read_file",
-            "+ tool read_file (workspace): no access, memory 64MiB",
+            "+ tool read_file (drop-in): no access, memory 64MiB",
         ]
     );
-    after.tools.get_mut("read_file").unwrap().memory = Limits::default().memory;
+    after.tools.get_mut("read_file").unwrap().limits.memory = Limits::default().memory;
     assert_eq!(
         lines(&diff(&before, &after))[1],
-        "+ tool read_file (workspace): no access"
+        "+ tool read_file (drop-in): no access"
     );
 }

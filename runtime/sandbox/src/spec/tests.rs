@@ -27,16 +27,22 @@ fn bad_specs_are_rejected_with_the_reason() {
     assert!(e(vec![spec("dup", "{}"), spec("dup", "{}")]).contains("two tools are named `dup`"));
 }
 
+fn check(checked: &CheckedSpec, args: &str) -> Result<String, ToolError> {
+    let value = checked.parse_args(args)?;
+    checked.check_args(&value)?;
+    Ok(value.to_string())
+}
+
 #[test]
 fn args_are_validated_with_an_actionable_message() {
     let checked = check_specs(vec![spec("read_file", READ)])
         .unwrap()
         .remove(0);
     assert_eq!(
-        checked.check_args(r#"{"path":"a"}"#).unwrap(),
+        check(&checked, r#"{"path":"a"}"#).unwrap(),
         r#"{"path":"a"}"#
     );
-    let e = checked.check_args("{path: a}").unwrap_err();
+    let e = check(&checked, "{path: a}").unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidArgs);
     assert!(e.message.contains("not valid JSON"), "{}", e.message);
     assert!(
@@ -44,17 +50,15 @@ fn args_are_validated_with_an_actionable_message() {
         "{}",
         e.message
     );
-    let e = checked.check_args("[1]").unwrap_err();
+    let e = check(&checked, "[1]").unwrap_err();
     assert!(
         e.message.contains("must be a JSON object, not an array"),
         "{}",
         e.message
     );
-    let e = checked
-        .check_args(r#"{"path":"a","offset":0}"#)
-        .unwrap_err();
+    let e = check(&checked, r#"{"path":"a","offset":0}"#).unwrap_err();
     assert!(e.message.contains("at `/offset`"), "{}", e.message);
-    let e = checked.check_args(r#"{"offset":2}"#).unwrap_err();
+    let e = check(&checked, r#"{"offset":2}"#).unwrap_err();
     assert!(
         e.message.contains("\"path\" is a required property"),
         "{}",
@@ -62,10 +66,25 @@ fn args_are_validated_with_an_actionable_message() {
     );
     // Empty arguments mean an empty object.
     assert!(
-        checked
-            .check_args("")
+        check(&checked, "")
             .unwrap_err()
             .message
             .contains("required")
     );
+}
+
+#[test]
+fn a_schema_bomb_is_a_load_error() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..40 {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            serde_json::json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    defs.insert("d40".into(), serde_json::json!({"type": "string"}));
+    let schema = serde_json::json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs});
+    let e = check_specs(vec![spec("bomb", &schema.to_string())]).unwrap_err();
+    assert!(e.contains("tool `bomb`") && e.contains("too complex"), "{e}");
 }

@@ -1,4 +1,4 @@
-//! Embeds the built-in tool components into the `warden` binary.
+//! Embeds the built-in tool components (see src/manifest.rs).
 
 use std::path::PathBuf;
 

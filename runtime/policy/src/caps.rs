@@ -1,0 +1,242 @@
+//! The typed capability set: everything a tool may reach, as values of one
+//! enum, plus its limits.
+//!
+//! The same values are parsed from `warden.toml`, stored in the trust
+//! record, compared by the trust diff and applied by the sandbox. A new
+//! kind of grant is a new [`Capability`] variant: its parsing
+//! (`file.rs`), its line here ([`Capability`]'s `Display` and
+//! [`Capability::needs_approval`]), and the one place the sandbox applies
+//! it.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::inert::inert;
+use crate::units::{format_duration, format_size};
+
+/// One thing a tool may reach.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Capability {
+    /// A directory (canonical absolute path), read-only or read-write.
+    Dir {
+        /// Canonical absolute host path.
+        path: PathBuf,
+        /// Read-write when true.
+        write: bool,
+    },
+    /// A host environment variable, passed by name.
+    Env {
+        /// Variable name.
+        name: String,
+    },
+    /// A host the tool may send HTTP requests to: a normalised
+    /// [`HostPattern`](crate::HostPattern).
+    Net {
+        /// `example.com`, `*.example.com`, `127.0.0.1:8080`, `*`.
+        host: String,
+    },
+}
+
+impl Capability {
+    /// Whether holding it makes a call worth asking about under
+    /// `approval = "writes"`: it can change files or reach beyond the
+    /// machine. Decided by what is granted, never by what a component says.
+    pub fn needs_approval(&self) -> bool {
+        match self {
+            Capability::Dir { write, .. } => *write,
+            Capability::Net { .. } => true,
+            Capability::Env { .. } => false,
+        }
+    }
+
+    /// Every kind's word, in the order listings show them.
+    pub const KINDS: &'static [&'static str] = &["files", "env", "network"];
+
+    /// The word of its kind in tables and diffs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Capability::Dir { .. } => "files",
+            Capability::Env { .. } => "env",
+            Capability::Net { .. } => "network",
+        }
+    }
+
+    /// Its parts for one-line summaries: `("rw", "out")`, `("env",
+    /// "LANG")`, `("net", "example.com")`; directories inside `workspace`
+    /// are shown relative to it, inert.
+    pub fn short(&self, workspace: &Path) -> (&'static str, String) {
+        match self {
+            Capability::Dir { path, write } => {
+                let shown = match path.strip_prefix(workspace) {
+                    Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+                    Ok(rel) => rel.display().to_string(),
+                    Err(_) => path.display().to_string(),
+                };
+                (if *write { "rw" } else { "ro" }, inert(&shown).into_owned())
+            }
+            Capability::Env { name } => ("env", name.clone()),
+            Capability::Net { host } => ("net", host.clone()),
+        }
+    }
+}
+
+/// The line of a diff or a listing: `read-write /home/u/p`, `env LANG`,
+/// `network api.github.com`. Paths are shown inert: a directory name cannot
+/// redraw the line it is on.
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Capability::Dir { path, write } => write!(
+                f,
+                "{} {}",
+                if *write { "read-write" } else { "read-only" },
+                inert(&path.display().to_string())
+            ),
+            Capability::Env { name } => write!(f, "env {name}"),
+            Capability::Net { host } => write!(f, "network {host}"),
+        }
+    }
+}
+
+/// Resource limits of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Limits {
+    /// Maximum memory in bytes: the instance's linear memories plus what
+    /// the host holds for the call.
+    pub memory: u64,
+    /// Wall-clock limit of one call.
+    #[serde(with = "millis")]
+    pub timeout: Duration,
+    /// Maximum output returned to the model, in bytes.
+    pub output: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: 256 << 20,
+            timeout: Duration::from_secs(30),
+            output: 256 << 10,
+        }
+    }
+}
+
+impl Limits {
+    /// Each limit by name with its human form, in a fixed order, for diffs.
+    pub fn named(&self) -> [(&'static str, String); 3] {
+        [
+            ("memory", format_size(self.memory)),
+            ("timeout", format_duration(self.timeout)),
+            ("output", format_size(self.output)),
+        ]
+    }
+}
+
+impl fmt::Display for Limits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [(_, m), (_, t), (_, o)] = self.named();
+        write!(f, "memory {m}, timeout {t}, output {o}")
+    }
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+/// Everything one tool may touch: its capabilities and its limits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Grants {
+    /// What it may reach, without duplicates, in the order the policy
+    /// names them (directories: read-write first, the most specific last).
+    /// Compare with [`Grants::set`] where order must not matter.
+    pub caps: Vec<Capability>,
+    /// Limits of each call.
+    pub limits: Limits,
+}
+
+impl Grants {
+    /// Granted directories with their access.
+    pub fn dirs(&self) -> impl Iterator<Item = (&Path, bool)> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Dir { path, write } => Some((path.as_path(), *write)),
+            _ => None,
+        })
+    }
+
+    /// Names of the host environment variables passed through.
+    pub fn env(&self) -> impl Iterator<Item = &str> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Env { name } => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Hosts it may send HTTP requests to.
+    pub fn hosts(&self) -> impl Iterator<Item = &str> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Net { host } => Some(host.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Whether a call needs the user's approval under `approval =
+    /// "writes"`: any capability that can change files or reach beyond the
+    /// machine (see [`Capability::needs_approval`]).
+    pub fn needs_approval(&self) -> bool {
+        self.caps.iter().any(Capability::needs_approval)
+    }
+
+    /// The capabilities as a set: what the trust record and the diff
+    /// compare, where order must not matter.
+    pub fn set(&self) -> BTreeSet<Capability> {
+        self.caps.iter().cloned().collect()
+    }
+
+    /// Adds `cap` unless it is there already.
+    pub fn add(&mut self, cap: Capability) {
+        if !self.caps.contains(&cap) {
+            self.caps.push(cap);
+        }
+    }
+
+    /// A one-line summary: `rw:. ro:docs env:LANG,TERM net:example.com`,
+    /// or `no access`. Directories one by one, other kinds grouped.
+    pub fn summary(&self, workspace: &Path) -> String {
+        let mut dirs: Vec<String> = Vec::new();
+        let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
+        for cap in &self.caps {
+            let (kind, value) = cap.short(workspace);
+            if matches!(cap, Capability::Dir { .. }) {
+                dirs.push(format!("{kind}:{value}"));
+            } else if let Some((_, values)) = groups.iter_mut().find(|(k, _)| *k == kind) {
+                values.push(value);
+            } else {
+                groups.push((kind, vec![value]));
+            }
+        }
+        let parts: Vec<String> = dirs
+            .into_iter()
+            .chain(groups.into_iter().map(|(k, v)| format!("{k}:{}", v.join(","))))
+            .collect();
+        if parts.is_empty() {
+            "no access".to_string()
+        } else {
+            parts.join(" ")
+        }
+    }
+}

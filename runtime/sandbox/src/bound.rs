@@ -1,0 +1,142 @@
+//! A tool bound to its grants: what a workspace calls.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use warden_policy::Grants;
+
+use crate::bind::Prepared;
+use crate::call::{Op, Out};
+use crate::host::{Tool, ToolHost, ToolInfo};
+use crate::outcome::{CallOutcome, ToolError, cap_output};
+use crate::watchdog::CallControl;
+use crate::wasi::Mount;
+
+/// A tool with its grants, prepared once: its directories are open, its
+/// environment read, its network allow-list parsed. Cheap to clone.
+#[derive(Clone)]
+pub struct BoundTool {
+    host: Arc<ToolHost>,
+    tool: usize,
+    grants: Arc<Grants>,
+    prepared: Arc<Prepared>,
+}
+
+impl std::fmt::Debug for BoundTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundTool")
+            .field("name", &self.info().spec.name)
+            .field("grants", &self.grants)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BoundTool {
+    pub(crate) fn new(
+        host: Arc<ToolHost>,
+        tool: usize,
+        grants: Arc<Grants>,
+        prepared: Arc<Prepared>,
+    ) -> BoundTool {
+        BoundTool {
+            host,
+            tool,
+            grants,
+            prepared,
+        }
+    }
+
+    fn tool(&self) -> &Tool {
+        &self.host.tools[self.tool]
+    }
+
+    /// Its spec, origin and component.
+    pub fn info(&self) -> &ToolInfo {
+        &self.tool().info
+    }
+
+    /// What it was granted.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// Where its granted directories appear inside the guest.
+    pub fn mounts(&self) -> &[Mount] {
+        &self.prepared.mounts
+    }
+
+    /// Parses call arguments (one JSON object; empty means `{}`); the error
+    /// says how to call correctly.
+    pub fn parse_args(&self, args: &str) -> Result<Value, ToolError> {
+        self.tool().checked.parse_args(args)
+    }
+
+    /// Validates parsed arguments against the tool's schema.
+    pub fn check_args(&self, args: &Value) -> Result<(), ToolError> {
+        self.tool().checked.check_args(args)
+    }
+
+    /// A one-line description of its arguments, for messages.
+    pub fn usage(&self) -> String {
+        self.tool().checked.usage()
+    }
+
+    /// Runs one call with already parsed arguments: validated against the
+    /// schema, then run in a fresh instance. `control` cancels it. Every
+    /// failure comes back in the outcome, never as a panic.
+    pub fn call(&self, args: &Value, control: &CallControl) -> CallOutcome {
+        let start = Instant::now();
+        let tool = self.tool();
+        let name = &tool.info.spec.name;
+        let mut stderr = String::new();
+        let result = self.check_args(args).and_then(|()| {
+            let text = args.to_string();
+            let (out, err) = self.host.run(
+                &self.host.components[tool.component],
+                &self.prepared,
+                &self.grants.limits,
+                control,
+                Op::Call { name, args: &text },
+            );
+            stderr = err;
+            match out? {
+                Out::Called(answer) => answer.map_err(ToolError::from),
+                Out::Specs(_) => unreachable!("a call answers a result"),
+            }
+        });
+        let limit = self.grants.limits.output;
+        let (result, truncated) = match result {
+            Ok(out) => {
+                let (out, cut) = cap_output(out, limit);
+                (Ok(out), cut)
+            }
+            Err(mut e) => {
+                let (msg, cut) = cap_output(std::mem::take(&mut e.message), limit);
+                e.message = msg;
+                (Err(e), cut)
+            }
+        };
+        CallOutcome {
+            tool: name.clone(),
+            result,
+            truncated,
+            duration: start.elapsed(),
+            stderr,
+        }
+    }
+
+    /// Parses `args` and runs the call (for callers holding raw text).
+    pub fn call_text(&self, args: &str, control: &CallControl) -> CallOutcome {
+        match self.parse_args(args) {
+            Ok(value) => self.call(&value, control),
+            Err(e) => CallOutcome {
+                tool: self.info().spec.name.clone(),
+                result: Err(e),
+                truncated: false,
+                duration: std::time::Duration::ZERO,
+                stderr: String::new(),
+            },
+        }
+    }
+}

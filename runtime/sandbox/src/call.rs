@@ -1,0 +1,252 @@
+//! One call: a fresh instance in a store of its own, run until it answers,
+//! traps, or the watchdog stops it.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use warden_policy::Limits;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use crate::alloc::Budget;
+use crate::bind::Prepared;
+use crate::bindings::{ComponentPre, GuestError, GuestSpec};
+use crate::clock::CallClock;
+use crate::host::ToolHost;
+use crate::net::Denials;
+use crate::outcome::{ErrorKind, ToolError};
+use crate::watchdog::{CallControl, Slot};
+use crate::wasi::{CallState, CappedPipe, call_state};
+
+/// What to run in the instance.
+pub(crate) enum Op<'a> {
+    Describe,
+    Call { name: &'a str, args: &'a str },
+}
+
+/// What the guest answered.
+pub(crate) enum Out {
+    Specs(Vec<GuestSpec>),
+    Called(Result<String, GuestError>),
+}
+
+/// Pool slots: at most this many instances at once; more calls wait their
+/// turn instead of failing.
+pub(crate) struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// How often a call waiting for a slot checks whether it was cancelled.
+const QUEUE_CHECK: Duration = Duration::from_millis(50);
+
+impl Permits {
+    pub(crate) fn new(n: usize) -> Permits {
+        Permits {
+            free: Mutex::new(n),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits for a slot; `None` when cancelled while waiting.
+    fn take(&self, control: &CallControl) -> Option<Permit<'_>> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            if control.is_cancelled() {
+                return None;
+            }
+            free = self
+                .freed
+                .wait_timeout(free, QUEUE_CHECK)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *free -= 1;
+        Some(Permit(self))
+    }
+}
+
+struct Permit<'a>(&'a Permits);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+impl ToolHost {
+    /// Runs `op` in a fresh instance of `pre`, made from `prepared`, within
+    /// `limits`. Returns the answer or the error for the model, and what
+    /// the guest wrote to stderr.
+    pub(crate) fn run(
+        &self,
+        pre: &ComponentPre<CallState>,
+        prepared: &Prepared,
+        limits: &Limits,
+        control: &CallControl,
+        op: Op<'_>,
+    ) -> (Result<Out, ToolError>, String) {
+        let tool = match op {
+            Op::Call { name, .. } => name,
+            Op::Describe => "describe",
+        };
+        let cancelled = || ToolError::new(ErrorKind::Cancelled, "the user cancelled this call");
+        if control.is_cancelled() {
+            return (Err(cancelled()), String::new());
+        }
+        let Some(_permit) = self.permits.take(control) else {
+            return (Err(cancelled()), String::new());
+        };
+        let clock = CallClock::starting_now(limits.timeout);
+        let stderr = CappedPipe::default();
+        let denied = Denials::default();
+        let budget = Arc::new(Budget::new(limits.memory, &self.engine));
+        // From here, host memory allocated on this thread counts, and the
+        // watchdog stops the call at its deadline or on cancellation.
+        let charging = budget.charge();
+        let watch = self.watchdog.watch(control, clock.deadline());
+        let slot = control.slot().clone();
+        let state = call_state(prepared, clock, &stderr, &denied, budget.clone());
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let stop = slot.clone();
+        let spent = budget.clone();
+        store.epoch_deadline_callback(move |_| {
+            Ok(if stop.expired() || spent.spent() {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Continue(1)
+            })
+        });
+        store.set_epoch_deadline(1);
+        let run = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            let tool = instance.warden_tool_tool();
+            match op {
+                Op::Describe => tool.call_describe(&mut store).await.map(Out::Specs),
+                Op::Call { name, args } => tool
+                    .call_call(&mut store, name, args)
+                    .await
+                    .map(Out::Called),
+            }
+        };
+        // The watchdog wakes `expired` at the deadline: whatever the guest
+        // waits on in the host is dropped with `run`.
+        let expired = slot.wake.notified();
+        let answered = wasmtime_wasi::runtime::in_tokio(async {
+            tokio::select! {
+                biased;
+                r = run => Some(r),
+                () = expired => None,
+            }
+        });
+        let result = match answered {
+            Some(Ok(out)) => Ok(out),
+            Some(Err(e)) => Err(stopped(&slot, &budget, limits).unwrap_or_else(|| crashed(&e, &stderr))),
+            None => Err(stopped(&slot, &budget, limits).unwrap_or_else(|| timed_out(limits))),
+        };
+        drop(store);
+        drop(watch);
+        drop(charging);
+        let mut result = result;
+        let denied = std::mem::take(&mut *denied.lock().unwrap_or_else(|e| e.into_inner()));
+        if !denied.is_empty() {
+            let note = denial_note(tool, &denied);
+            match &mut result {
+                Ok(Out::Called(Err(e))) => append(e, &note),
+                Err(e) => e.message.push_str(&note),
+                _ => {}
+            }
+        }
+        (result, stderr.text())
+    }
+}
+
+/// Why the watchdog or the budget stopped the call, if they did.
+fn stopped(slot: &Slot, budget: &Budget, limits: &Limits) -> Option<ToolError> {
+    if budget.spent() {
+        return Some(ToolError::new(
+            ErrorKind::MemoryLimit,
+            format!(
+                "the call needed more than its memory limit of {} MiB (its own memory plus \
+                 {} MiB the host held for it) and was stopped; ask for less data per call, or \
+                 raise `memory` for this tool in warden.toml",
+                limits.memory >> 20,
+                budget.host_bytes() >> 20
+            ),
+        ));
+    }
+    if slot.cancelled() {
+        return Some(ToolError::new(
+            ErrorKind::Cancelled,
+            "the user cancelled this call while it ran; it was stopped",
+        ));
+    }
+    slot.expired().then(|| timed_out(limits))
+}
+
+fn timed_out(limits: &Limits) -> ToolError {
+    ToolError::new(
+        ErrorKind::Timeout,
+        format!(
+            "the call ran past its time limit of {} ms and was stopped; \
+             ask for less work per call, or raise `timeout` for this tool in warden.toml",
+            limits.timeout.as_millis()
+        ),
+    )
+}
+
+fn append(e: &mut GuestError, note: &str) {
+    match e {
+        GuestError::InvalidArgs(m)
+        | GuestError::NotFound(m)
+        | GuestError::Denied(m)
+        | GuestError::Failed(m) => m.push_str(note),
+    }
+}
+
+/// Tells the model (and the user reading along) which requests the host
+/// refused, and how a user would grant them.
+fn denial_note(tool: &str, denied: &[String]) -> String {
+    format!(
+        "\n[warden: network access to {} was denied: `{tool}` is not granted that host. \
+         Only the user can grant it, with `network = [\"HOST\"]` under [tools.{tool}] in \
+         warden.toml, then `warden trust`.]",
+        denied.join(", ")
+    )
+}
+
+/// A trap or host failure that was neither the deadline nor the budget.
+fn crashed(e: &wasmtime::Error, stderr: &CappedPipe) -> ToolError {
+    let trap = e.downcast_ref::<Trap>().copied();
+    let detail = stderr_tail(&stderr.text());
+    let what = match trap {
+        Some(Trap::StackOverflow) => {
+            "the tool overflowed its stack (runaway recursion?)".to_string()
+        }
+        // Rust guests keep their stack in linear memory: runaway recursion
+        // runs off its bottom before wasmtime's own stack limit.
+        Some(Trap::MemoryOutOfBounds) => {
+            "the tool accessed memory out of bounds (a stack overflow from runaway recursion, \
+             or a memory bug in the tool)"
+                .to_string()
+        }
+        Some(Trap::UnreachableCodeReached) => {
+            "the tool aborted (a panic or failed allocation inside it)".to_string()
+        }
+        Some(t) => format!("the tool trapped: {t}"),
+        None => format!("the sandbox could not run the tool: {e:#}"),
+    };
+    let message = if detail.is_empty() {
+        format!("{what}. This is a bug in the tool, not in your arguments; try another approach")
+    } else {
+        format!("{what}. Its last output: {detail}")
+    };
+    ToolError::new(ErrorKind::Crashed, message)
+}
+
+fn stderr_tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    tail.join(" | ")
+}

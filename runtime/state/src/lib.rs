@@ -1,0 +1,18 @@
+//! warden's own files: the trust store, sessions, the compile cache, undo
+//! snapshots. They live in per-user folders (XDG) outside every workspace,
+//! and every one of them is reached without following a symlink: a
+//! [`StateDir`] is a folder warden created (mode 0700, owned by the user,
+//! opened `O_NOFOLLOW`), and every file in it is opened relative to that
+//! handle with `O_NOFOLLOW`. A link planted where warden keeps its state
+//! makes the operation fail; it never redirects a write.
+//!
+//! ```no_run
+//! use warden_state::StateDir;
+//! let dir = StateDir::open(std::path::Path::new("/home/u/.local/state"), "warden/trust").unwrap();
+//! dir.write_atomic("record.json", b"{}").unwrap();
+//! assert_eq!(dir.read("record.json").unwrap().as_deref(), Some(&b"{}"[..]));
+//! ```
+
+mod dir;
+
+pub use dir::StateDir;

@@ -1,0 +1,90 @@
+//! The one list of built-in tools: which component each comes from and
+//! what it gets without a `[tools.NAME]` section.
+//!
+//! What a built-in may touch is decided here, not by what its component
+//! says about itself: a tool that only looks gets the workspace read-only,
+//! so it never needs approval; a tool that changes files gets it
+//! read-write, and approval follows from that grant.
+
+use warden_policy::{Baseline, Origin};
+use warden_sandbox::ComponentSource;
+
+/// The built-in components, embedded at build time (see build.rs).
+const COMPONENTS: &[(&str, &[u8])] = &[("fs", include_bytes!(env!("WARDEN_BUILTIN_FS")))];
+
+/// Every built-in tool: name, component, baseline.
+pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
+    ("read_file", "fs", Baseline::WorkspaceRead),
+    ("list_files", "fs", Baseline::WorkspaceRead),
+    ("glob", "fs", Baseline::WorkspaceRead),
+    ("grep", "fs", Baseline::WorkspaceRead),
+    ("write_file", "fs", Baseline::Workspace),
+    ("edit_file", "fs", Baseline::Workspace),
+    ("copy", "fs", Baseline::Workspace),
+    ("move", "fs", Baseline::Workspace),
+    ("mkdir", "fs", Baseline::Workspace),
+    ("delete", "fs", Baseline::Workspace),
+];
+
+/// The built-in components as sources to load.
+pub fn builtin_sources() -> impl Iterator<Item = ComponentSource> {
+    COMPONENTS
+        .iter()
+        .map(|(name, bytes)| ComponentSource::builtin(name, bytes))
+}
+
+/// What `tool` gets without a section of its own: its manifest entry for a
+/// built-in, nothing for any other (and for a built-in component's tool
+/// the manifest does not list).
+pub fn baseline(origin: Origin, tool: &str) -> Baseline {
+    if origin != Origin::Builtin {
+        return Baseline::Off;
+    }
+    BUILTIN_TOOLS
+        .iter()
+        .find(|(name, _, _)| *name == tool)
+        .map_or(Baseline::Off, |(_, _, b)| *b)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use warden_sandbox::{HostConfig, ToolHost};
+
+    /// The manifest and the components agree: every listed tool exists in
+    /// its component, and every tool a built-in component offers is listed.
+    #[test]
+    fn the_manifest_matches_what_the_components_describe() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut host = ToolHost::new(HostConfig::new(dir.path().to_path_buf())).unwrap();
+        host.load(builtin_sources());
+        assert!(host.problems().is_empty(), "{:?}", host.problems());
+        let offered: BTreeSet<(String, String)> = host
+            .tools()
+            .map(|t| {
+                let component = t.location.trim_start_matches("builtin:").to_string();
+                (t.spec.name.clone(), component)
+            })
+            .collect();
+        let listed: BTreeSet<(String, String)> = BUILTIN_TOOLS
+            .iter()
+            .map(|(n, c, _)| (n.to_string(), c.to_string()))
+            .collect();
+        assert_eq!(offered, listed);
+        for t in host.tools() {
+            let b = baseline(t.origin, &t.spec.name);
+            // What looks is read-only; what the component says changes
+            // files gets write access (and so approval).
+            assert_eq!(b == Baseline::Workspace, t.spec.mutates, "{}", t.spec.name);
+        }
+    }
+
+    #[test]
+    fn a_dropin_named_like_a_builtin_gets_nothing() {
+        assert_eq!(baseline(Origin::Workspace, "write_file"), Baseline::Off);
+        assert_eq!(baseline(Origin::User, "read_file"), Baseline::Off);
+        assert_eq!(baseline(Origin::Builtin, "unknown"), Baseline::Off);
+    }
+}

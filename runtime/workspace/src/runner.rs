@@ -1,0 +1,195 @@
+//! The bound toolset as the agent's [`ToolRunner`], with approval.
+//!
+//! Whether a call needs approval follows from what the tool is granted
+//! (write access, network, ...), never from what its component claims.
+
+use serde_json::Value;
+use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner};
+use warden_policy::Grants;
+use warden_sandbox::{BoundTool, CallControl, CallOutcome, Mount};
+
+use crate::toolset::Toolset;
+
+/// When calls are put to the user (`approval` in warden.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// Never ask.
+    Never,
+    /// Ask for calls of tools granted more than reading (the default).
+    Writes,
+    /// Ask for every call.
+    Always,
+}
+
+impl ApprovalMode {
+    /// From the policy value (`never`, `writes`, `always`).
+    pub fn parse(s: &str) -> ApprovalMode {
+        match s {
+            "never" => ApprovalMode::Never,
+            "always" => ApprovalMode::Always,
+            _ => ApprovalMode::Writes,
+        }
+    }
+
+    /// Whether a call of a tool with `grants` is put to the user.
+    pub fn asks(self, grants: &Grants) -> bool {
+        match self {
+            ApprovalMode::Never => false,
+            ApprovalMode::Writes => grants.needs_approval(),
+            ApprovalMode::Always => true,
+        }
+    }
+}
+
+/// One call put to the user, its arguments already valid for the tool.
+#[derive(Debug)]
+pub struct ApprovalRequest<'a> {
+    /// The tool's canonical name.
+    pub tool: &'a str,
+    /// Parsed, schema-checked arguments.
+    pub arguments: &'a Value,
+    /// What the tool is granted.
+    pub grants: &'a Grants,
+    /// Where its directories appear inside the sandbox (to show a preview
+    /// through the same handles the call will use).
+    pub mounts: &'a [Mount],
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run the call.
+    Allow,
+    /// Refuse it, with the message the model sees.
+    Refuse(String),
+}
+
+/// Decides on calls that need approval (the cli asks on the terminal).
+pub trait Approve: Send + Sync {
+    /// Whether the call may run.
+    fn approve(&self, request: &ApprovalRequest<'_>) -> Verdict;
+}
+
+/// Runs the agent's calls in the sandbox, after approval where it is due.
+pub struct SandboxRunner {
+    tools: Toolset,
+    mode: ApprovalMode,
+    approver: Box<dyn Approve>,
+}
+
+impl std::fmt::Debug for SandboxRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxRunner")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxRunner {
+    /// Runs `tools`, asking `approver` for calls `mode` puts to the user.
+    pub fn new(tools: Toolset, mode: ApprovalMode, approver: Box<dyn Approve>) -> SandboxRunner {
+        SandboxRunner {
+            tools,
+            mode,
+            approver,
+        }
+    }
+
+    /// The toolset.
+    pub fn toolset(&self) -> &Toolset {
+        &self.tools
+    }
+
+    fn run(&self, tool: &BoundTool, arguments: &str, cancel: &CallCancel) -> ToolResult {
+        let fail = |e: warden_sandbox::ToolError, args: Option<Value>| ToolResult {
+            ok: false,
+            output: e.to_string(),
+            error_kind: Some(e.kind.label().to_string()),
+            arguments: args,
+            ..ToolResult::default()
+        };
+        let args = match tool.parse_args(arguments) {
+            Ok(v) => v,
+            Err(e) => return fail(e, None),
+        };
+        if let Err(e) = tool.check_args(&args) {
+            return fail(e, Some(args));
+        }
+        if self.mode.asks(tool.grants()) {
+            let request = ApprovalRequest {
+                tool: &tool.info().spec.name,
+                arguments: &args,
+                grants: tool.grants(),
+                mounts: tool.mounts(),
+            };
+            if let Verdict::Refuse(output) = self.approver.approve(&request) {
+                return ToolResult {
+                    ok: false,
+                    output,
+                    error_kind: Some("refused".into()),
+                    arguments: Some(args),
+                    ..ToolResult::default()
+                };
+            }
+        }
+        if cancel.is_cancelled() {
+            return ToolResult {
+                ok: false,
+                output: "cancelled by the user before it ran".into(),
+                error_kind: Some("cancelled".into()),
+                arguments: Some(args),
+                ..ToolResult::default()
+            };
+        }
+        let control = CallControl::new();
+        cancel.on_cancel({
+            let control = control.clone();
+            move || control.cancel()
+        });
+        let outcome = tool.call(&args, &control);
+        result_of(outcome, Some(args))
+    }
+}
+
+fn result_of(outcome: CallOutcome, arguments: Option<Value>) -> ToolResult {
+    ToolResult {
+        ok: outcome.result.is_ok(),
+        error_kind: outcome
+            .result
+            .as_ref()
+            .err()
+            .map(|e| e.kind.label().to_string()),
+        output: outcome.model_text(),
+        duration: outcome.duration,
+        truncated: outcome.truncated,
+        arguments,
+    }
+}
+
+impl ToolRunner for SandboxRunner {
+    fn tools(&self) -> Vec<AgentTool> {
+        self.tools
+            .enabled()
+            .map(|t| {
+                let spec = &t.info().spec;
+                AgentTool {
+                    def: ToolDef {
+                        name: spec.name.clone(),
+                        description: spec.description.clone(),
+                        parameters: spec.parameters.clone(),
+                    },
+                    // What can change state runs alone, in order: what the
+                    // component says, or what its grants allow.
+                    mutates: spec.mutates || t.grants().needs_approval(),
+                }
+            })
+            .collect()
+    }
+
+    fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult {
+        match self.tools.find(name) {
+            Some(tool) => self.run(tool, arguments, cancel),
+            None => result_of(self.tools.unknown(name), None),
+        }
+    }
+}

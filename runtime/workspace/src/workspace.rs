@@ -1,0 +1,287 @@
+//! A workspace: its root, the policy in force, its drop-ins, its trust.
+//!
+//! `warden.toml` and `.warden/tools/` live inside the workspace, where a
+//! cloned repository or the model can change them. They apply only as last
+//! accepted with `warden trust` (a per-user record outside the workspace);
+//! what is new or changed is reported and ignored, and no component runs
+//! before it is trusted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use warden_agent::session::SessionStore;
+use warden_policy::{
+    ComponentEntry, Origin, POLICY_FILE, Policy, ToolRecord, TrustState, TrustStore, decide,
+    sha256_hex,
+};
+use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost};
+
+use crate::folders::Folders;
+use crate::manifest::builtin_sources;
+use crate::toolset::{Pins, Toolset};
+use crate::Error;
+
+/// Folder of drop-in tools inside a workspace.
+pub const WORKSPACE_TOOLS: &str = ".warden/tools";
+
+/// Which configuration a [`Workspace`] was opened with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// What runs: the trusted configuration, pinned to the trusted grants.
+    InForce,
+    /// The files as they are now: what `warden trust` would accept.
+    Current,
+    /// A never-trusted workspace: built-ins with their defaults only.
+    SafeDefaults,
+}
+
+/// A workspace and what runs in it.
+#[derive(Debug)]
+pub struct Workspace {
+    /// The canonical root.
+    pub root: PathBuf,
+    /// warden's per-user folders.
+    pub folders: Folders,
+    /// The policy in force (trusted, current, or the defaults).
+    pub policy: Policy,
+    /// The current `warden.toml` text, if any.
+    pub policy_text: Option<String>,
+    /// What differs from the trusted state, for the user (one line each).
+    pub notices: Vec<String>,
+    mode: Mode,
+    drop_ins: Vec<ComponentSource>,
+    drop_in_problems: Vec<LoadProblem>,
+    /// Drop-in files that may load.
+    allowed: BTreeSet<String>,
+    trusted: Option<TrustState>,
+}
+
+fn file_name(location: &str) -> String {
+    Path::new(location)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| location.to_string())
+}
+
+fn root_of(dir: Option<&Path>) -> Result<PathBuf, Error> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::Root(format!("cannot read the current directory: {e}")))?,
+    };
+    let root = dir.canonicalize().map_err(|_| {
+        Error::Root(format!(
+            "workspace {} does not exist: pass an existing directory to --workspace",
+            dir.display()
+        ))
+    })?;
+    if !root.is_dir() {
+        return Err(Error::Root(format!(
+            "workspace {} is not a directory",
+            root.display()
+        )));
+    }
+    Ok(root)
+}
+
+fn read_policy(root: &Path) -> Result<Option<String>, Error> {
+    let path = root.join(POLICY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Root(format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+impl Workspace {
+    fn base(dir: Option<&Path>, folders: Folders, mode: Mode) -> Result<Workspace, Error> {
+        let root = root_of(dir)?;
+        folders.check_workspace(&root)?;
+        let policy_text = read_policy(&root)?;
+        let (drop_ins, drop_in_problems) =
+            ComponentSource::from_dir(&root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
+        Ok(Workspace {
+            policy: Policy::defaults(&root),
+            root,
+            folders,
+            policy_text,
+            notices: Vec::new(),
+            mode,
+            drop_ins,
+            drop_in_problems,
+            allowed: BTreeSet::new(),
+            trusted: None,
+        })
+    }
+
+    /// Opens `dir` (default: the current directory) with what runs there:
+    /// the trusted policy and drop-ins, or the safe defaults. What differs
+    /// from the trusted state is in [`Workspace::notices`].
+    pub fn open(dir: Option<&Path>, folders: Folders) -> Result<Workspace, Error> {
+        let mut ws = Self::base(dir, folders, Mode::InForce)?;
+        let trusted = ws.trust_store()?.load(&ws.root)?;
+        let decision = decide(
+            trusted.as_ref(),
+            ws.policy_text.as_deref(),
+            &ws.drop_in_hashes(),
+        );
+        let path = ws.root.join(POLICY_FILE);
+        if let Some(text) = &decision.use_policy_text {
+            ws.policy = Policy::parse(text, &path, &ws.root).map_err(Error::Policy)?;
+        }
+        ws.notices = decision.notices;
+        // An untrusted file is not applied, but its mistakes are worth knowing now.
+        if let Some(text) = ws
+            .policy_text
+            .as_deref()
+            .filter(|t| decision.use_policy_text.as_deref() != Some(*t))
+            && let Err(e) = Policy::parse(text, &path, &ws.root)
+        {
+            ws.notices
+                .push(format!("the untrusted {POLICY_FILE} is also invalid: {e}"));
+        }
+        ws.allowed = decision.allowed_components;
+        if trusted.is_none() {
+            ws.mode = Mode::SafeDefaults;
+        }
+        ws.trusted = trusted;
+        Ok(ws)
+    }
+
+    /// Opens `dir` with its current policy and every drop-in, trusted or
+    /// not: what `warden trust` would accept.
+    pub fn open_current(dir: Option<&Path>, folders: Folders) -> Result<Workspace, Error> {
+        let mut ws = Self::base(dir, folders, Mode::Current)?;
+        if let Some(text) = &ws.policy_text {
+            ws.policy =
+                Policy::parse(text, &ws.root.join(POLICY_FILE), &ws.root).map_err(Error::Policy)?;
+        }
+        ws.allowed = ws.drop_in_hashes().into_keys().collect();
+        Ok(ws)
+    }
+
+    /// The same root as a never-trusted workspace runs it.
+    pub fn safe_defaults(&self) -> Workspace {
+        Workspace {
+            root: self.root.clone(),
+            folders: self.folders.clone(),
+            policy: Policy::defaults(&self.root),
+            policy_text: None,
+            notices: Vec::new(),
+            mode: Mode::SafeDefaults,
+            drop_ins: Vec::new(),
+            drop_in_problems: Vec::new(),
+            allowed: BTreeSet::new(),
+            trusted: None,
+        }
+    }
+
+    /// Whether the user has ever trusted this workspace (as opened).
+    pub fn is_trusted(&self) -> bool {
+        self.trusted.is_some()
+    }
+
+    /// The trusted record, when there is one and the workspace was opened
+    /// with [`Workspace::open`].
+    pub fn trusted(&self) -> Option<&TrustState> {
+        self.trusted.as_ref()
+    }
+
+    /// The per-user trust store.
+    pub fn trust_store(&self) -> Result<TrustStore, Error> {
+        Ok(TrustStore::new(self.folders.trust()?))
+    }
+
+    /// This workspace's sessions, kept in the user's state folder.
+    pub fn sessions(&self) -> Result<SessionStore, Error> {
+        Ok(SessionStore::new(self.folders.sessions(&self.root)?))
+    }
+
+    /// Every drop-in file name with its SHA-256, trusted or not.
+    pub fn drop_in_hashes(&self) -> BTreeMap<String, String> {
+        self.drop_ins
+            .iter()
+            .map(|s| (file_name(&s.location), sha256_hex(&s.bytes)))
+            .collect()
+    }
+
+    /// Loads the built-ins, the user's tools and the allowed drop-ins, and
+    /// binds every enabled tool to its grants. No drop-in that is not
+    /// allowed is compiled or run. `on_compile` hears of components that
+    /// are not in the compile cache (compiling takes seconds).
+    pub fn toolset(
+        &self,
+        on_compile: Option<Box<dyn Fn(&str, usize) + Send + Sync>>,
+    ) -> Result<Toolset, Error> {
+        let mut config = HostConfig::new(self.root.clone());
+        config.cache = Some(self.folders.compile_cache()?);
+        config.on_compile = on_compile;
+        let mut host = ToolHost::new(config)?;
+        host.load(builtin_sources());
+        if self.mode != Mode::SafeDefaults {
+            // User tools before workspace ones: a cloned repository cannot
+            // shadow them.
+            let (sources, problems) =
+                ComponentSource::from_dir(&self.folders.user_tools(), Origin::User)?;
+            host.add_problems(problems);
+            host.load(sources);
+            host.add_problems(self.drop_in_problems.iter().cloned());
+            host.load(
+                self.drop_ins
+                    .iter()
+                    .filter(|s| self.allowed.contains(&file_name(&s.location)))
+                    .cloned(),
+            );
+        }
+        let pins = Pins {
+            trusted: match self.mode {
+                Mode::InForce => self.trusted.as_ref().map(|t| &t.tools),
+                Mode::Current | Mode::SafeDefaults => None,
+            },
+            folders: &self.folders,
+        };
+        Ok(Toolset::build(Arc::new(host), &self.policy, &pins))
+    }
+
+    /// The trust record of this configuration, with `tools` its toolset.
+    pub fn state(&self, tools: &Toolset) -> TrustState {
+        let components = self
+            .drop_ins
+            .iter()
+            .filter(|s| self.allowed.contains(&file_name(&s.location)))
+            .map(|s| {
+                (
+                    file_name(&s.location),
+                    ComponentEntry {
+                        hash: sha256_hex(&s.bytes),
+                        size: s.bytes.len() as u64,
+                    },
+                )
+            })
+            .collect();
+        TrustState {
+            policy_hash: self
+                .policy_text
+                .as_deref()
+                .filter(|_| self.mode != Mode::SafeDefaults)
+                .map(|t| sha256_hex(t.as_bytes())),
+            policy_text: self
+                .policy_text
+                .clone()
+                .filter(|_| self.mode != Mode::SafeDefaults),
+            components,
+            tools: tools
+                .entries()
+                .iter()
+                .filter_map(|e| {
+                    let g = e.grants.as_ref()?;
+                    Some((
+                        e.info.spec.name.clone(),
+                        ToolRecord::new(e.info.origin == Origin::Builtin, g),
+                    ))
+                })
+                .collect(),
+        }
+    }
+}
