@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use warden_policy::Origin;
-use warden_sandbox::{CacheConfig, CallControl, CallOutcome, ComponentSource, HostConfig, ToolHost};
+use warden_sandbox::{
+    CacheConfig, CallControl, CallOutcome, ComponentSource, HostConfig, ToolHost,
+};
 use warden_state::StateDir;
 use warden_workspace::{Folders, Toolset, Workspace};
 

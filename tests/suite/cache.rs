@@ -73,7 +73,10 @@ fn swapped_cache_entries_are_never_run_as_the_other_component() {
     std::fs::write(&e[1], &a).unwrap();
     let again = host(&sb, &cache);
     assert_eq!(
-        (again.cache_stats().rejected(), again.cache_stats().compiled()),
+        (
+            again.cache_stats().rejected(),
+            again.cache_stats().compiled()
+        ),
         (2, 2)
     );
     assert!(again.resolve("read_file").is_some() && again.resolve("uppercase").is_some());

@@ -32,7 +32,8 @@ fn a_dropped_in_tool_is_listed_and_callable_once_enabled() {
         stderr.contains("corrupt.wasm") && stderr.contains("not a valid WebAssembly component"),
         "{stderr}"
     );
-    assert!(row(&stdout, "read_file").contains("rw:."));
+    assert!(row(&stdout, "read_file").contains("ro:."));
+    assert!(row(&stdout, "write_file").contains("rw:."));
 
     let r = run(sb
         .warden()

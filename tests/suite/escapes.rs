@@ -331,25 +331,33 @@ fn a_guest_bypassing_libc_cannot_write_through_a_read_only_or_outside_path() {
 }
 
 #[test]
-fn a_granted_directory_replaced_between_calls_is_the_new_one() {
-    // Calls reuse the directory handles of earlier calls only while each
-    // granted path still leads to the directory that was opened.
+fn a_granted_directory_is_fixed_for_the_run_whatever_replaces_its_path() {
+    // The directory opened when the toolset was bound is the one every call
+    // uses: renaming it away, putting another folder or a symlink to the
+    // outside in its place, changes nothing.
     let sb = Sandbox::new();
     sb.policy("[tools.read_file]\nread = [\"docs\"]\n");
     let tools = sb.toolset(&[]);
     let read = |tools: &Toolset| call(tools, "read_file", json!({"path": "docs/readme.md"}));
     assert_eq!(ok(read(&tools)), "     1\t# docs\n");
-    assert_eq!(ok(read(&tools)), "     1\t# docs\n");
 
     std::fs::rename(sb.ws.join("docs"), sb.ws.join("docs-old")).unwrap();
     std::fs::create_dir(sb.ws.join("docs")).unwrap();
     std::fs::write(sb.ws.join("docs/readme.md"), "# new docs\n").unwrap();
-    assert_eq!(ok(read(&tools)), "     1\t# new docs\n");
+    assert_eq!(ok(read(&tools)), "     1\t# docs\n");
 
     std::fs::remove_dir_all(sb.ws.join("docs")).unwrap();
-    let e = err(read(&tools));
-    assert!(e.message.contains("cannot open granted directory"), "{e}");
-
-    std::fs::rename(sb.ws.join("docs-old"), sb.ws.join("docs")).unwrap();
+    std::fs::write(sb.outside.join("readme.md"), "top secret\n").unwrap();
+    std::os::unix::fs::symlink(&sb.outside, sb.ws.join("docs")).unwrap();
     assert_eq!(ok(read(&tools)), "     1\t# docs\n");
+    let secret = call(&tools, "read_file", json!({"path": "docs/secret.txt"}));
+    assert!(!secret.model_text().contains("top secret"), "{secret:?}");
+
+    // Deleted for good: calls fail, and never reach anything else.
+    std::fs::remove_file(sb.ws.join("docs")).unwrap();
+    std::fs::remove_dir_all(sb.ws.join("docs-old")).unwrap();
+    std::fs::create_dir(sb.ws.join("docs")).unwrap();
+    std::fs::write(sb.ws.join("docs/readme.md"), "# new docs\n").unwrap();
+    let again = read(&tools);
+    assert!(!again.model_text().contains("new docs"), "{again:?}");
 }

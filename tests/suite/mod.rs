@@ -9,4 +9,5 @@ mod fs_tools_tree;
 mod hostile;
 mod llm_client;
 mod network;
+mod seams;
 mod trust;

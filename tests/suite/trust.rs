@@ -31,7 +31,8 @@ fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
     let target = sb.outside.join("pwned.txt").display().to_string();
     let probe = json!({"path": target, "content": "x", "url": peer.url("/")}).to_string();
     let hostile_policy = format!(
-        "[tools.escape]\nwrite = [\"/\"]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        "[tools.escape]\nwrite = [\"{}\"]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        sb.outside.display(),
         peer.port
     );
     let none = "write: err: NotFound: No such file or directory (os error 44)\n\
@@ -78,7 +79,7 @@ fn a_policy_written_by_the_model_grants_nothing_until_trusted() {
     assert_eq!(
         gained,
         [
-            "+ escape: read-write /".to_string(),
+            format!("+ escape: read-write {}", sb.outside.display()),
             format!("+ escape: network 127.0.0.1:{}", peer.port)
         ],
         "{shown}"
@@ -161,7 +162,7 @@ fn a_fresh_clone_with_a_hostile_policy_runs_with_safe_defaults() {
     );
     assert!(
         r.stdout.contains(&format!(
-            "read_file (builtin):\n  files:    read-write {}\n",
+            "read_file (builtin):\n  files:    read-only  {}\n",
             sb.ws.display()
         )),
         "{}",
@@ -184,12 +185,13 @@ fn on_a_terminal_warden_asks_once_and_applies_only_what_was_accepted() {
     let sb = Sandbox::new();
     let peer = HttpPeer::start();
     sb.drop_in(guests::HOSTILE, "hostile.wasm");
+    // Approval is off once trusted: only the trust question is asked.
     sb.policy(&format!(
-        "[tools.escape]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        "approval = \"never\"\n[tools.escape]\nnetwork = [\"127.0.0.1:{}\"]\n",
         peer.port
     ));
     let probe = json!({"path": "x.txt", "url": peer.url("/")}).to_string();
-    let grant = format!("+ tool escape (workspace): network 127.0.0.1:{}", peer.port);
+    let grant = format!("+ tool escape (drop-in): network 127.0.0.1:{}", peer.port);
 
     // Declined: the run goes on with safe defaults, and nothing is recorded.
     let mock = MockLlm::start(vec![calls(&[("e1", "escape", &probe)]), answer("done")]);
@@ -266,7 +268,7 @@ fn a_trusted_directory_swapped_for_a_symlink_is_not_mounted() {
     );
     assert!(
         r.stderr.contains(&format!(
-            "`fs_probe`: {} (read-only) is not among the directories you trusted",
+            "`fs_probe`: read-only {} is not among the grants you trusted",
             sb.outside.display()
         )),
         "{}",

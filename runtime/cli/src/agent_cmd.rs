@@ -75,7 +75,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
     session.append(&Record::Start {
         ts: session::now(),
         model: settings.client.model.clone(),
-        base_url: settings.client.base_url.clone(),
+        base_url: warden_agent::client::redact_url(&settings.client.base_url),
         workspace: ws.root.display().to_string(),
         protocol: settings.protocol.as_str().to_string(),
     })?;

@@ -140,8 +140,8 @@ pub fn preview(tool: &str, args: &Value, mounts: &[Mount], fancy: bool) -> Strin
 /// (no `..`, no symlink out, no special file, no more than
 /// [`PREVIEW_MAX`]). Anything else is not shown.
 fn current_text(path: &str, mounts: &[Mount]) -> Result<String, &'static str> {
-    use std::io::Read;
     use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use std::io::Read;
     // The longest mount the path is under; relative paths are under `.`.
     let (mount, rel) = mounts
         .iter()
@@ -150,8 +150,7 @@ fn current_text(path: &str, mounts: &[Mount]) -> Result<String, &'static str> {
                 return Some((m, path));
             }
             let rest = path.strip_prefix(m.guest.as_str())?;
-            (rest.is_empty() || rest.starts_with('/'))
-                .then(|| (m, rest.trim_start_matches('/')))
+            (rest.is_empty() || rest.starts_with('/')).then(|| (m, rest.trim_start_matches('/')))
         })
         .max_by_key(|(m, _)| m.guest.len())
         .ok_or("outside the tool's directories")?;
@@ -258,8 +257,19 @@ mod tests {
         .unwrap();
         let m = mount(&ws);
         let secret = base.path().join("secret.txt").display().to_string();
-        for path in ["../secret.txt", "link", secret.as_str(), "/dev/zero", "fifo"] {
-            let p = preview("write_file", &json!({"path": path, "content": "x\n"}), &m, false);
+        for path in [
+            "../secret.txt",
+            "link",
+            secret.as_str(),
+            "/dev/zero",
+            "fifo",
+        ] {
+            let p = preview(
+                "write_file",
+                &json!({"path": path, "content": "x\n"}),
+                &m,
+                false,
+            );
             assert!(!p.contains("SECRET"), "{path}: {p}");
             assert!(p.contains("+ x"), "{path}: {p}");
         }

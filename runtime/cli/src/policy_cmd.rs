@@ -43,7 +43,11 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
         }
         for (path, write) in g.dirs() {
             let mode = if write { "read-write" } else { "read-only " };
-            writeln!(out, "  files:    {mode} {}", inert(&path.display().to_string()))?;
+            writeln!(
+                out,
+                "  files:    {mode} {}",
+                inert(&path.display().to_string())
+            )?;
         }
         // Every other kind on one line each, whatever kinds there are.
         for kind in Capability::KINDS.iter().filter(|k| **k != "files") {

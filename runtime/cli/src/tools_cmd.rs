@@ -87,7 +87,11 @@ fn inspect(ws: &Workspace, tools: &Toolset, name: &str, json: bool) -> anyhow::R
     }
     let s = &info.spec;
     writeln!(out, "{}", s.name)?;
-    writeln!(out, "  {}", inert_text(&s.description).replace('\n', "\n  "))?;
+    writeln!(
+        out,
+        "  {}",
+        inert_text(&s.description).replace('\n', "\n  ")
+    )?;
     writeln!(out)?;
     if !s.aliases.is_empty() {
         writeln!(out, "aliases:  {}", s.aliases.join(", "))?;

@@ -8,7 +8,11 @@ use warden_policy::{Change, TrustState, decide, diff, inert};
 use warden_workspace::{Folders, Workspace};
 
 /// The state `warden trust` would record for the files as they are now.
-fn current_state(dir: Option<&Path>, folders: Folders, warn: bool) -> anyhow::Result<(Workspace, TrustState)> {
+fn current_state(
+    dir: Option<&Path>,
+    folders: Folders,
+    warn: bool,
+) -> anyhow::Result<(Workspace, TrustState)> {
     let ws = Workspace::open_current(dir, folders)?;
     let tools = ws.toolset(Some(crate::render::compiling()))?;
     if warn {
@@ -71,7 +75,11 @@ pub fn run(dir: Option<&Path>, folders: Folders, show: bool) -> anyhow::Result<u
 }
 
 fn show_changes(out: &mut impl Write, root: &Path, changes: &[Change]) -> std::io::Result<()> {
-    writeln!(out, "capability changes in {}:", inert(&root.display().to_string()))?;
+    writeln!(
+        out,
+        "capability changes in {}:",
+        inert(&root.display().to_string())
+    )?;
     for c in changes {
         // Paths and names in a change are shown inert by its Display.
         writeln!(out, "  {c}")?;

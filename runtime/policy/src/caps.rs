@@ -231,7 +231,11 @@ impl Grants {
         }
         let parts: Vec<String> = dirs
             .into_iter()
-            .chain(groups.into_iter().map(|(k, v)| format!("{k}:{}", v.join(","))))
+            .chain(
+                groups
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}:{}", v.join(","))),
+            )
             .collect();
         if parts.is_empty() {
             "no access".to_string()

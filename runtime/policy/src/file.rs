@@ -176,8 +176,14 @@ impl ToolSection {
     /// The capabilities this section grants besides directories (which need
     /// the workspace to resolve): one line per kind.
     pub(crate) fn other_caps(&self) -> impl Iterator<Item = Capability> + '_ {
-        let env = self.env.iter().map(|name| Capability::Env { name: name.clone() });
-        let net = self.network.iter().map(|host| Capability::Net { host: host.clone() });
+        let env = self
+            .env
+            .iter()
+            .map(|name| Capability::Env { name: name.clone() });
+        let net = self
+            .network
+            .iter()
+            .map(|host| Capability::Net { host: host.clone() });
         env.chain(net)
     }
 }

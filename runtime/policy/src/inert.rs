@@ -79,7 +79,13 @@ mod tests {
         assert_eq!(inert("a\rno access\x1b[2K"), "a\\rno access\\x1b[2K");
         assert_eq!(inert("x\u{202e}gpj.exe"), "x\\u{202e}gpj.exe");
         assert_eq!(inert("a\nb\tc\u{7f}\u{9b}"), "a\\nb\\tc\\x7f\\x9b");
-        assert_eq!(inert("zero\u{200b}width\u{feff}"), "zero\\u{200b}width\\u{feff}");
-        assert_eq!(inert_text("l1\nl2\t\r\x1b]0;t\x07"), "l1\nl2\t\\r\\x1b]0;t\\x07");
+        assert_eq!(
+            inert("zero\u{200b}width\u{feff}"),
+            "zero\\u{200b}width\\u{feff}"
+        );
+        assert_eq!(
+            inert_text("l1\nl2\t\r\x1b]0;t\x07"),
+            "l1\nl2\t\\r\\x1b]0;t\\x07"
+        );
     }
 }

@@ -36,7 +36,7 @@ pub use grants::{Baseline, Origin, Policy, load_user_config};
 pub use inert::{inert, inert_text};
 pub use network::{HostPattern, NetworkAllow};
 pub use trust::{
-    Change, ComponentEntry, Decision, TrustState, TrustStore, ToolRecord, decide, diff, sha256_hex,
+    Change, ComponentEntry, Decision, ToolRecord, TrustState, TrustStore, decide, diff, sha256_hex,
 };
 pub use units::{parse_duration, parse_size};
 

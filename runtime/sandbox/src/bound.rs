@@ -10,8 +10,8 @@ use crate::bind::Prepared;
 use crate::call::{Op, Out};
 use crate::host::{Tool, ToolHost, ToolInfo};
 use crate::outcome::{CallOutcome, ToolError, cap_output};
-use crate::watchdog::CallControl;
 use crate::wasi::Mount;
+use crate::watchdog::CallControl;
 
 /// A tool with its grants, prepared once: its directories are open, its
 /// environment read, its network allow-list parsed. Cheap to clone.

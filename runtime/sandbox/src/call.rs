@@ -14,8 +14,8 @@ use crate::clock::CallClock;
 use crate::host::ToolHost;
 use crate::net::Denials;
 use crate::outcome::{ErrorKind, ToolError};
-use crate::watchdog::{CallControl, Slot};
 use crate::wasi::{CallState, CappedPipe, call_state};
+use crate::watchdog::{CallControl, Slot};
 
 /// What to run in the instance.
 pub(crate) enum Op<'a> {
@@ -142,7 +142,9 @@ impl ToolHost {
         });
         let result = match answered {
             Some(Ok(out)) => Ok(out),
-            Some(Err(e)) => Err(stopped(&slot, &budget, limits).unwrap_or_else(|| crashed(&e, &stderr))),
+            Some(Err(e)) => {
+                Err(stopped(&slot, &budget, limits).unwrap_or_else(|| crashed(&e, &stderr)))
+            }
             None => Err(stopped(&slot, &budget, limits).unwrap_or_else(|| timed_out(limits))),
         };
         drop(store);

@@ -19,8 +19,8 @@ use crate::call::{Op, Out, Permits};
 use crate::clock::add_bounded_timers;
 use crate::engine::{PoolConfig, new_engine};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs};
-use crate::watchdog::{CallControl, Watchdog};
 use crate::wasi::CallState;
+use crate::watchdog::{CallControl, Watchdog};
 use crate::{ComponentSource, Error, Result};
 
 /// Settings of a tool host.
@@ -293,7 +293,11 @@ impl ToolHost {
     /// Binds tool `name` to `grants`: its granted directories are opened
     /// now, once, and every call of the returned tool uses those handles.
     /// The error names a directory that cannot be opened.
-    pub fn bind(self: &Arc<Self>, name: &str, grants: &Grants) -> std::result::Result<BoundTool, String> {
+    pub fn bind(
+        self: &Arc<Self>,
+        name: &str,
+        grants: &Grants,
+    ) -> std::result::Result<BoundTool, String> {
         let &tool = self
             .names
             .get(name)
@@ -307,7 +311,12 @@ impl ToolHost {
                 p
             }
         };
-        Ok(BoundTool::new(self.clone(), tool, Arc::new(grants.clone()), prepared))
+        Ok(BoundTool::new(
+            self.clone(),
+            tool,
+            Arc::new(grants.clone()),
+            prepared,
+        ))
     }
 }
 

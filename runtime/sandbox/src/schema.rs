@@ -70,14 +70,16 @@ impl<'a> Walk<'a> {
                 }
                 for (k, v) in map {
                     if matches!(v, Value::Object(_) | Value::Array(_)) {
-                        total = total.saturating_add(self.cost(v, &format!("{at}/{k}"), depth + 1)?);
+                        total =
+                            total.saturating_add(self.cost(v, &format!("{at}/{k}"), depth + 1)?);
                     }
                 }
             }
             Value::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
                     if matches!(v, Value::Object(_) | Value::Array(_)) {
-                        total = total.saturating_add(self.cost(v, &format!("{at}/{i}"), depth + 1)?);
+                        total =
+                            total.saturating_add(self.cost(v, &format!("{at}/{i}"), depth + 1)?);
                     }
                 }
             }
@@ -160,6 +162,10 @@ mod tests {
             deep = json!({"items": deep});
         }
         assert!(check(&deep, 100).unwrap_err().contains("deeper"));
-        assert!(check(&json!({}), MAX_BYTES + 1).unwrap_err().contains("KiB"));
+        assert!(
+            check(&json!({}), MAX_BYTES + 1)
+                .unwrap_err()
+                .contains("KiB")
+        );
     }
 }

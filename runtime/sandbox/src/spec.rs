@@ -82,14 +82,16 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
         // Patterns run with a backtracking bound: a pattern cannot make one
         // check take unbounded time either.
         let validator = jsonschema::options()
-            .with_pattern_options(jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000))
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000),
+            )
             .build(&parameters)
             .map_err(|e| {
-            format!(
-                "tool `{}`: parameters is not a valid JSON Schema: {e}",
-                s.name
-            )
-        })?;
+                format!(
+                    "tool `{}`: parameters is not a valid JSON Schema: {e}",
+                    s.name
+                )
+            })?;
         out.push(CheckedSpec {
             spec: ToolSpec {
                 name: s.name,

@@ -62,7 +62,12 @@ impl CallControl {
     /// running it is stopped at once, the way its deadline would stop it.
     pub fn cancel(&self) {
         self.0.cancelled.store(true, Ordering::SeqCst);
-        let watcher = self.0.watcher.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let watcher = self
+            .0
+            .watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         if let Some(shared) = watcher.and_then(|w| w.upgrade()) {
             shared.poke();
         }
@@ -224,7 +229,10 @@ fn run(shared: Arc<Shared>) {
         }
         state = match next {
             // Nothing in flight: sleep until a call starts. No timeout.
-            None => shared.changed.wait(state).unwrap_or_else(|e| e.into_inner()),
+            None => shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner()),
             Some(at) => {
                 let left = at.saturating_duration_since(Instant::now());
                 match shared.changed.wait_timeout(state, left) {

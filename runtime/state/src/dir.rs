@@ -35,7 +35,11 @@ impl StateDir {
         std::fs::create_dir_all(base)?;
         let mut dir = StateDir {
             path: base.to_path_buf(),
-            fd: rustix::fs::open(base, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?,
+            fd: rustix::fs::open(
+                base,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?,
         };
         for part in Path::new(rel).components() {
             match part {
@@ -175,8 +179,13 @@ impl StateDir {
     }
 
     fn open_file(&self, name: &OsStr, flags: OFlags, mode: Mode) -> io::Result<File> {
-        let fd = rustix::fs::openat(&self.fd, name, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, mode)
-            .map_err(|e| self.refused(name, e))?;
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            mode,
+        )
+        .map_err(|e| self.refused(name, e))?;
         let file = File::from(fd);
         if !file.metadata()?.is_file() {
             return Err(io::Error::new(
@@ -211,7 +220,12 @@ impl StateDir {
 /// `name` must be one plain path component.
 fn plain(name: &OsStr) -> io::Result<&OsStr> {
     let bytes = name.as_bytes();
-    if bytes.is_empty() || bytes.contains(&b'/') || bytes.contains(&0) || name == "." || name == ".." {
+    if bytes.is_empty()
+        || bytes.contains(&b'/')
+        || bytes.contains(&0)
+        || name == "."
+        || name == ".."
+    {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("`{}` is not a plain file name", name.to_string_lossy()),
@@ -234,9 +248,15 @@ mod tests {
         assert_eq!(dir.read("a.json").unwrap().unwrap(), b"two");
         assert_eq!(dir.files().unwrap(), vec!["a.json"]);
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(base.path().join("warden/trust")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(base.path().join("warden/trust"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
-        let mode = std::fs::metadata(base.path().join("warden/trust/a.json")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(base.path().join("warden/trust/a.json"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         let mut f = dir.create_new("s.jsonl").unwrap();
         f.write_all(b"x\n").unwrap();
@@ -258,13 +278,24 @@ mod tests {
         std::fs::remove_file(base.path().join("warden")).unwrap();
         // A link in place of a file.
         let dir = StateDir::open(base.path(), "warden").unwrap();
-        std::os::unix::fs::symlink(victim.path().join("v.txt"), base.path().join("warden/rec.json"))
-            .unwrap();
-        assert!(dir.read("rec.json").unwrap_err().to_string().contains("symlink"));
+        std::os::unix::fs::symlink(
+            victim.path().join("v.txt"),
+            base.path().join("warden/rec.json"),
+        )
+        .unwrap();
+        assert!(
+            dir.read("rec.json")
+                .unwrap_err()
+                .to_string()
+                .contains("symlink")
+        );
         assert!(dir.open_append("rec.json").is_err());
         // Replacing a link by rename is fine: the link itself is replaced.
         dir.write_atomic("rec.json", b"new").unwrap();
-        assert_eq!(std::fs::read_to_string(victim.path().join("v.txt")).unwrap(), "victim");
+        assert_eq!(
+            std::fs::read_to_string(victim.path().join("v.txt")).unwrap(),
+            "victim"
+        );
         assert!(dir.create_new("../x").is_err());
     }
 
@@ -273,7 +304,11 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let base = tempfile::tempdir().unwrap();
         std::fs::create_dir(base.path().join("warden")).unwrap();
-        std::fs::set_permissions(base.path().join("warden"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::set_permissions(
+            base.path().join("warden"),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .unwrap();
         let e = StateDir::open(base.path(), "warden").unwrap_err();
         assert!(e.to_string().contains("chmod 700"), "{e}");
     }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use warden_policy::{Grants, Policy, ToolRecord, inert};
-use warden_sandbox::{BoundTool, CallControl, CallOutcome, ErrorKind, ToolError, ToolHost, ToolInfo};
+use warden_sandbox::{
+    BoundTool, CallControl, CallOutcome, ErrorKind, ToolError, ToolHost, ToolInfo,
+};
 
 use crate::folders::Folders;
 use crate::manifest::baseline;
@@ -152,7 +154,10 @@ impl Toolset {
                 ),
             );
         }
-        let names: Vec<&str> = self.enabled().map(|t| t.info().spec.name.as_str()).collect();
+        let names: Vec<&str> = self
+            .enabled()
+            .map(|t| t.info().spec.name.as_str())
+            .collect();
         let close = self
             .index
             .keys()

@@ -17,10 +17,10 @@ use warden_policy::{
 };
 use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost};
 
+use crate::Error;
 use crate::folders::Folders;
 use crate::manifest::builtin_sources;
 use crate::toolset::{Pins, Toolset};
-use crate::Error;
 
 /// Folder of drop-in tools inside a workspace.
 pub const WORKSPACE_TOOLS: &str = ".warden/tools";

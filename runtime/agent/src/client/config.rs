@@ -67,3 +67,39 @@ impl fmt::Debug for ClientConfig {
             .finish()
     }
 }
+
+/// `url` with any `user:password@` part replaced by `***@`, for anything
+/// written down or shown (the transcript, errors): credentials in a base
+/// URL must not reach a file the model's tools may read.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_url;
+
+    #[test]
+    fn credentials_in_a_url_are_redacted() {
+        assert_eq!(
+            redact_url("https://user:s3cret@example.com/v1"),
+            "https://***@example.com/v1"
+        );
+        assert_eq!(
+            redact_url("http://tok@10.0.0.1:8080"),
+            "http://***@10.0.0.1:8080"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:8080/v1?x=a@b"),
+            "http://127.0.0.1:8080/v1?x=a@b"
+        );
+        assert_eq!(redact_url("not a url"), "not a url");
+    }
+}

@@ -19,7 +19,7 @@ mod retry;
 mod sse;
 mod types;
 
-pub use config::ClientConfig;
+pub use config::{ClientConfig, redact_url};
 pub use error::ClientError;
 pub use request::Client;
 pub use types::{ClientEvent, Completion, Request};

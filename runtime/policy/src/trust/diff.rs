@@ -151,7 +151,11 @@ fn describe(r: &ToolRecord) -> String {
         .caps
         .iter()
         .filter(|c| !matches!(c, Capability::Dir { .. }));
-    let mut parts: Vec<String> = writes.chain(reads).chain(others).map(|c| c.to_string()).collect();
+    let mut parts: Vec<String> = writes
+        .chain(reads)
+        .chain(others)
+        .map(|c| c.to_string())
+        .collect();
     // Said outright, so that a line of limits alone is not read as access.
     if parts.is_empty() {
         parts.push("no access".to_string());

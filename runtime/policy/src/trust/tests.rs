@@ -39,7 +39,9 @@ fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolReco
             .iter()
             .map(dir(false))
             .chain(write.iter().map(dir(true)))
-            .chain(env.iter().map(|n| Capability::Env { name: n.to_string() }))
+            .chain(env.iter().map(|n| Capability::Env {
+                name: n.to_string(),
+            }))
             .collect(),
         limits: Limits::default(),
     }
@@ -97,10 +99,9 @@ fn save_load_round_trip() {
     assert_eq!(store.load(ws.path()).unwrap(), None);
 
     let mut state = state_with(Some("[tools.up]\n"), &[("up.wasm", "aa")]);
-    state.tools.insert(
-        "up".into(),
-        grants("drop-in", &["/r"], &["/w"], &["LANG"]),
-    );
+    state
+        .tools
+        .insert("up".into(), grants("drop-in", &["/r"], &["/w"], &["LANG"]));
     store.save(ws.path(), &state).unwrap();
     assert_eq!(store.load(ws.path()).unwrap(), Some(state.clone()));
     // Another spelling of the same directory finds the same record.

@@ -86,5 +86,8 @@ fn a_schema_bomb_is_a_load_error() {
     defs.insert("d40".into(), serde_json::json!({"type": "string"}));
     let schema = serde_json::json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs});
     let e = check_specs(vec![spec("bomb", &schema.to_string())]).unwrap_err();
-    assert!(e.contains("tool `bomb`") && e.contains("too complex"), "{e}");
+    assert!(
+        e.contains("tool `bomb`") && e.contains("too complex"),
+        "{e}"
+    );
 }

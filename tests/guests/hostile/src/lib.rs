@@ -69,6 +69,16 @@ const TOOLS: &[(&str, &str, &str)] = &[
         "Counts the calls this instance has served, in a global.",
         ANY_OBJECT,
     ),
+    (
+        "http_unsent",
+        "Writes an outgoing HTTP body to `url` (default http://127.0.0.1:9/) and never sends it.",
+        ANY_OBJECT,
+    ),
+    (
+        "host_bomb",
+        "Makes the host hold memory: header fields of 32 KiB each, without bound.",
+        ANY_OBJECT,
+    ),
     ("ok", "Returns \"ok\".", ANY_OBJECT),
     ("fail", "Always fails.", ANY_OBJECT),
     ("strict", "Returns n=<n>.", STRICT),
@@ -107,6 +117,12 @@ impl Guest for Component {
             "fs_preopens" => Ok(fs_preopens()),
             "raw_write" => raw_write(&args),
             "http_get" => http_get(str_arg(&args, "url")?),
+            "http_unsent" => http_unsent(
+                args.get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or("http://127.0.0.1:9/"),
+            ),
+            "host_bomb" => host_bomb(),
             "escape" => {
                 let path = str_arg(&args, "path")?;
                 let content = args.get("content").and_then(Value::as_str).unwrap_or("");
@@ -256,6 +272,17 @@ fn fs_probe(args: &Map<String, Value>) -> Result<String, Error> {
             },
         },
         "mkdir" => fs::create_dir(path).map(|()| "created".into()),
+        "symlink" => {
+            // Raw WASI: a link at `path` (in the `.` preopen) to `content`.
+            let dirs = wasip2::filesystem::preopens::get_directories();
+            let Some((dir, _)) = dirs.iter().find(|(_, name)| name == ".") else {
+                return Ok("err: no . preopen".into());
+            };
+            return Ok(match dir.symlink_at(content, path) {
+                Ok(()) => "linked".into(),
+                Err(code) => format!("err: {code:?}"),
+            });
+        }
         "stat" => fs::metadata(path).map(|meta| {
             let kind = if meta.is_dir() {
                 "dir"
@@ -374,4 +401,46 @@ fn http_get(url: &str) -> Result<String, Error> {
         "status={status}\n{}",
         String::from_utf8_lossy(&bytes)
     ))
+}
+
+/// Writes the body of a POST that is never handed to the host: the body
+/// pipe fills, and a host that waits for room waits forever.
+fn http_unsent(url: &str) -> Result<String, Error> {
+    use wasip2::http::types::{Fields, Method, OutgoingRequest, Scheme};
+    let (_, rest) = url.split_once("://").unwrap_or(("http", url));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let request = OutgoingRequest::new(Fields::new());
+    let _ = request.set_method(&Method::Post);
+    let _ = request.set_scheme(Some(&Scheme::Http));
+    let _ = request.set_authority(Some(authority));
+    let body = request
+        .body()
+        .map_err(|()| Error::Failed("no body".into()))?;
+    let stream = body
+        .write()
+        .map_err(|()| Error::Failed("no body stream".into()))?;
+    // The most one blocking write may take.
+    let chunk = vec![b'x'; 4096];
+    let mut written = 0u64;
+    while stream.blocking_write_and_flush(&chunk).is_ok() {
+        written += chunk.len() as u64;
+    }
+    Ok(format!("the host took {written} bytes, then refused more"))
+}
+
+/// Makes the host allocate: every header value is copied into host memory.
+fn host_bomb() -> Result<String, Error> {
+    use wasip2::http::types::Fields;
+    // Under the per-fields size limit; without bound in number.
+    let value = vec![b'v'; 4 << 10];
+    let mut kept = Vec::new();
+    for i in 0u64.. {
+        let f = Fields::new();
+        for j in 0..8 {
+            let _ = f.append(&format!("x-{i}-{j}"), &value);
+        }
+        kept.push(f);
+        black_box(&kept);
+    }
+    Ok(format!("held {} fields", kept.len()))
 }

@@ -97,6 +97,14 @@ fn run(args: &str) -> Result<String, ToolError> {
         create_parents(to)?;
     }
     copy_entry(Path::new(from), Path::new(to), args.overwrite, &mut counts)?;
+    if !counts.skipped_links.is_empty() {
+        let target =
+            fs::read_link(from).map_or(String::new(), |t| format!(" (-> {})", t.display()));
+        return Err(ToolError::Denied(format!(
+            "{from} is a symlink{target} that would lead outside the directories this tool may \
+             access from {to}; copy does not make such links"
+        )));
+    }
     Ok(if counts.symlinks > 0 {
         let target = fs::read_link(to).map(|t| t.display().to_string());
         format!(
@@ -221,6 +229,13 @@ pub fn copy_entry(
     if meta.file_type().is_symlink() {
         let target = read_op(&from_shown, fs::read_link(from))?;
         write_op(&to_shown, make_symlink(&target, to))?;
+        // A relative target means something else at another depth: a link
+        // that leads outside from its new place is removed, never left.
+        if leads_outside(to) {
+            write_op(&to_shown, fs::remove_file(to))?;
+            counts.skipped_links.push(from_shown.into_owned());
+            return Ok(());
+        }
         counts.symlinks += 1;
         return Ok(());
     }
@@ -233,7 +248,7 @@ pub fn copy_entry(
 
 /// Whether the sandbox refuses to follow symlink `link` (its target is
 /// outside every grant, or absolute). Dangling links inside are fine.
-fn leads_outside(link: &Path) -> bool {
+pub fn leads_outside(link: &Path) -> bool {
     fs::metadata(link).is_err_and(|e| is_denied(&e))
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::copy::{check_pair, copy_entry, copy_tree, source_metadata};
+use super::copy::{check_pair, copy_entry, copy_tree, leads_outside, source_metadata};
 use super::delete::remove_contents;
 use super::{Counts, create_parents, is_special, kind_name, lstat, read_op, write_op};
 use crate::Tool;
@@ -110,7 +110,65 @@ fn run(args: &str) -> Result<String, ToolError> {
         }
         Err(e) => return Err(rename_error(&e, from, to)),
     }
+    // A relative link means something else at another depth: a move that
+    // makes a link lead outside is undone.
+    if let Some(link) = outward_link(Path::new(to)) {
+        let undone = replaced.is_empty() && fs::rename(to, from).is_ok();
+        if !undone {
+            // Cannot put it back (it replaced something): remove the links.
+            let mut removed = 0;
+            while let Some(l) = outward_link(Path::new(to)) {
+                if removed > 1000 || fs::remove_file(&l).is_err() {
+                    break;
+                }
+                removed += 1;
+            }
+        }
+        return Err(ToolError::Denied(format!(
+            "moving {from} to {to} would make the symlink {} lead outside the directories this \
+             tool may access; {}",
+            link.display(),
+            if undone {
+                "the move was undone"
+            } else {
+                "such links were removed"
+            }
+        )));
+    }
     Ok(format!("moved {kind} {from} to {to}{replaced}"))
+}
+
+/// Most entries looked at for links after moving a directory.
+const MAX_LINK_CHECK: usize = 100_000;
+
+/// The first symlink at or under `path` (not following links) that leads
+/// outside the grants.
+fn outward_link(path: &Path) -> Option<std::path::PathBuf> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if meta.file_type().is_symlink() {
+        return leads_outside(path).then(|| path.to_path_buf());
+    }
+    if !meta.is_dir() {
+        return None;
+    }
+    let mut stack = vec![path.to_path_buf()];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).ok()?.flatten() {
+            seen += 1;
+            if seen > MAX_LINK_CHECK {
+                // Too many to check: treated as leading outside.
+                return Some(entry.path());
+            }
+            let Ok(t) = entry.file_type() else { continue };
+            if t.is_dir() {
+                stack.push(entry.path());
+            } else if t.is_symlink() && leads_outside(&entry.path()) {
+                return Some(entry.path());
+            }
+        }
+    }
+    None
 }
 
 /// Moves across file systems (for example between two grants): copy, then
