@@ -45,7 +45,7 @@ pub fn warnings(tools: &Toolset) {
 }
 
 /// Tells the user when a component is compiled (seconds for a big one).
-pub fn compiling() -> Box<dyn Fn(&str, usize) + Send + Sync> {
+pub fn compiling() -> warden_sandbox::OnCompile {
     Box::new(|location, size| {
         if size > 4 << 20 {
             eprintln!(

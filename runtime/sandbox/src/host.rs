@@ -23,6 +23,9 @@ use crate::wasi::CallState;
 use crate::watchdog::{CallControl, Watchdog};
 use crate::{ComponentSource, Error, Result};
 
+/// Told before a component is compiled: its location and size in bytes.
+pub type OnCompile = Box<dyn Fn(&str, usize) + Send + Sync>;
+
 /// Settings of a tool host.
 pub struct HostConfig {
     /// The workspace root: relative paths from the model resolve here.
@@ -36,7 +39,7 @@ pub struct HostConfig {
     pub describe_timeout: Duration,
     /// Told before a component is compiled (not found in the cache), with
     /// its location and size in bytes: compiling a large one takes seconds.
-    pub on_compile: Option<Box<dyn Fn(&str, usize) + Send + Sync>>,
+    pub on_compile: Option<OnCompile>,
 }
 
 impl HostConfig {
@@ -98,7 +101,7 @@ pub struct ToolHost {
     linker: Linker<CallState>,
     cache: CompileCache,
     describe_timeout: Duration,
-    on_compile: Option<Box<dyn Fn(&str, usize) + Send + Sync>>,
+    on_compile: Option<OnCompile>,
     pub(crate) components: Vec<ComponentPre<CallState>>,
     pub(crate) tools: Vec<Tool>,
     names: HashMap<String, usize>,

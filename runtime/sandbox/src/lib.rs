@@ -48,7 +48,7 @@ pub use bound::BoundTool;
 pub use cache::{CacheConfig, CacheStats};
 pub use engine::PoolConfig;
 pub use error::{Error, Result};
-pub use host::{HostConfig, LoadProblem, ToolHost, ToolInfo};
+pub use host::{HostConfig, LoadProblem, OnCompile, ToolHost, ToolInfo};
 pub use outcome::{CallOutcome, ErrorKind, ToolError};
 pub use source::ComponentSource;
 pub use spec::ToolSpec;

@@ -210,10 +210,7 @@ impl Workspace {
     /// binds every enabled tool to its grants. No drop-in that is not
     /// allowed is compiled or run. `on_compile` hears of components that
     /// are not in the compile cache (compiling takes seconds).
-    pub fn toolset(
-        &self,
-        on_compile: Option<Box<dyn Fn(&str, usize) + Send + Sync>>,
-    ) -> Result<Toolset, Error> {
+    pub fn toolset(&self, on_compile: Option<warden_sandbox::OnCompile>) -> Result<Toolset, Error> {
         let mut config = HostConfig::new(self.root.clone());
         config.cache = Some(self.folders.compile_cache()?);
         config.on_compile = on_compile;
