@@ -537,3 +537,130 @@ fn credentials_in_the_base_url_never_reach_the_transcript() {
     assert!(!text.contains("s3cret-pw"), "{text}");
     assert!(text.contains("***@127.0.0.1"), "{text}");
 }
+
+// ---- the workspace core (#6): idle means idle, cancellation reaches tools ---
+
+/// Context switches so far of every thread of process `pid`.
+fn context_switches(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status =
+            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += v.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    total
+}
+
+/// After tool calls, a run waiting on a model that does not answer makes
+/// (almost) no context switches: nothing polls or ticks.
+#[test]
+fn an_idle_run_waiting_on_the_model_does_not_wake() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("a", "read_file", r#"{"path":"hello.txt"}"#),
+            ("b", "grep", r#"{"pattern":"hello"}"#),
+        ]),
+        warden_mock_llm::Reply::Hang,
+    ]);
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .args(["run", "--yes", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while mock.requests().len() < 2 && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the run did not reach its second request"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = child.id();
+    let before = context_switches(pid);
+    std::thread::sleep(Duration::from_secs(5));
+    let after = context_switches(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        after - before <= 5,
+        "{} context switches in 5 s of waiting",
+        after - before
+    );
+}
+
+/// The user cancels after the first of three writes: the second and third
+/// never run, and the model is told.
+#[test]
+fn cancelling_a_batch_of_writes_after_the_first_runs_no_more() {
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+    use warden_agent::client::ClientConfig;
+    use warden_agent::settings::{Protocol, Settings};
+    use warden_agent::{Agent, AgentError, Event};
+    use warden_workspace::{ApprovalMode, ApprovalRequest, Approve, SandboxRunner, Verdict};
+
+    struct Yes;
+    impl Approve for Yes {
+        fn approve(&self, _: &ApprovalRequest<'_>) -> Verdict {
+            Verdict::Allow
+        }
+    }
+    let sb = Sandbox::new();
+    let write = |n: u32| json!({"path": format!("f{n}.txt"), "content": "x"}).to_string();
+    let (w1, w2, w3) = (write(1), write(2), write(3));
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("w1", "write_file", &w1),
+            ("w2", "write_file", &w2),
+            ("w3", "write_file", &w3),
+        ]),
+        answer("after"),
+    ]);
+    let tools = sb.toolset(&[]).0;
+    let runner = SandboxRunner::new(tools, ApprovalMode::Writes, Box::new(Yes));
+    let mut client = ClientConfig::new(mock.base_url(), "m");
+    client.backoff_base = Duration::from_millis(5);
+    let settings = Settings {
+        client,
+        protocol: Protocol::Native,
+        max_turns: 5,
+        api_key_env: "OPENAI_API_KEY".into(),
+    };
+    let mut agent =
+        Agent::new(settings, Arc::new(runner), sb.ws.clone(), None, Vec::new()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let e = rt
+        .block_on(agent.send("go", &cancel, &mut |e| {
+            if let Event::ToolEnd { id: "w1", .. } = e {
+                cancel.cancel();
+            }
+        }))
+        .unwrap_err();
+    assert!(matches!(e, AgentError::Cancelled), "{e}");
+    assert!(sb.ws.join("f1.txt").exists());
+    assert!(!sb.ws.join("f2.txt").exists() && !sb.ws.join("f3.txt").exists());
+    let answer = rt
+        .block_on(agent.send("again", &CancellationToken::new(), &mut |_| {}))
+        .unwrap();
+    assert_eq!(answer, "after");
+    let body = &mock.requests()[1].body;
+    let text = body.to_string();
+    assert!(text.contains("cancelled by the user"), "{text}");
+}
