@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use warden_tests::{Sandbox, warden_bin};
 
+mod agent;
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -211,6 +213,19 @@ fn main() {
         verdict(speedup >= 15.0),
         us(sandboxed),
         verdict(sandboxed <= Duration::from_micros(50))
+    );
+
+    println!();
+    println!("agent overhead per turn, model excluded (50 tools, 100 messages, median)");
+    let (turn, plain) = agent::overhead(50);
+    let own = turn.saturating_sub(plain);
+    println!("  plain POST of the same body {:>11}   (baseline: HTTP to the mock)", us(plain));
+    println!(
+        "  agent turn                 {:>12}   ({:.2}x baseline; own cost {}, target <= 1 ms: {})",
+        us(turn),
+        ratio(turn, plain),
+        us(own),
+        verdict(own <= Duration::from_millis(1))
     );
 
     if argv.iter().any(|a| a == "--sandbox-only") {
