@@ -14,12 +14,13 @@
 //! subdirectories: directories without ignore files add nothing to it.
 
 use std::borrow::Cow;
-use std::fs::FileType;
 use std::path::Path;
 use std::rc::Rc;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use crate::file::EntryType;
 
 /// What a walk leaves out, from the tool's `no_ignore` and `hidden`
 /// arguments.
@@ -138,7 +139,7 @@ impl Rules {
     pub fn root(
         filter: Filter,
         root: &Path,
-        entries: &[(String, FileType)],
+        entries: &[(String, EntryType)],
         ancestors: &[Ancestor],
     ) -> Rules {
         let mut rules = Rules {
@@ -160,7 +161,7 @@ impl Rules {
 
     /// The rules for directory `dir` (at `rel` below the walk root, `""`
     /// for the root itself), whose entries are `entries`.
-    pub fn child(&self, dir: &Path, rel: &str, entries: &[(String, FileType)]) -> Rules {
+    pub fn child(&self, dir: &Path, rel: &str, entries: &[(String, EntryType)]) -> Rules {
         if self.filter.no_ignore {
             return self.clone();
         }

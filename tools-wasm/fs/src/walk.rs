@@ -3,12 +3,12 @@
 //! and hidden entries left out (see [`crate::rules`]), stopped softly at a
 //! [`Deadline`].
 
-use std::fs::{self, FileType};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::Path;
 
 use crate::deadline::Deadline;
+use crate::file::{self, EntryType};
 use crate::rules::{Ancestor, Filter, Rules, Skipped};
 
 /// Directory names never entered.
@@ -71,7 +71,7 @@ impl Summary {
 
 /// The callback of [`walk_files`]: relative path (with `/`), full path,
 /// file type. Returning `Break` ends the walk.
-pub type Visit<'a> = dyn FnMut(&str, &Path, FileType) -> ControlFlow<()> + 'a;
+pub type Visit<'a> = dyn FnMut(&str, &Path, EntryType) -> ControlFlow<()> + 'a;
 
 /// Calls `visit` for every entry under directory `root` that is not a
 /// directory (files, symlinks, others) and that the filter keeps, until it
@@ -91,20 +91,14 @@ pub fn walk_files(root: &str, options: &Options<'_>, visit: &mut Visit<'_>) -> i
 }
 
 /// The entries of `dir` sorted by name (bytewise), `.git` included.
-pub fn read_sorted(dir: &Path) -> io::Result<Vec<(String, FileType)>> {
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let file_type = entry.file_type()?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        entries.push((name, file_type));
-    }
+pub fn read_sorted(dir: &Path) -> io::Result<Vec<(String, EntryType)>> {
+    let mut entries = file::read_dir(&dir.to_string_lossy())?;
     entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
 }
 
 /// Whether a walk never enters or shows this entry, whatever the filter.
-pub fn always_skipped(name: &str, file_type: FileType) -> bool {
+pub fn always_skipped(name: &str, file_type: EntryType) -> bool {
     file_type.is_dir() && SKIPPED_DIRS.contains(&name)
 }
 
@@ -130,7 +124,7 @@ impl Walker<'_, '_> {
         dir: &Path,
         rel_dir: &str,
         rules: &Rules,
-        entries: Vec<(String, FileType)>,
+        entries: Vec<(String, EntryType)>,
     ) -> ControlFlow<()> {
         for (name, file_type) in entries {
             if always_skipped(&name, file_type) {

@@ -1,7 +1,6 @@
 //! `glob`: find files whose path matches a glob pattern.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::ops::ControlFlow;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -10,6 +9,7 @@ use serde::Deserialize;
 use super::read_op;
 use crate::deadline::Deadline;
 use crate::error::{ToolError, invalid, parse_args};
+use crate::file;
 use crate::rules::Filter;
 use crate::{Tool, paths, walk};
 
@@ -65,7 +65,7 @@ fn run(args: &str) -> Result<String, ToolError> {
     let base_resolved = paths::resolve("path", base)?;
     let base = base_resolved.as_str();
     let matcher = compile(&args.pattern)?;
-    if !read_op(base, fs::metadata(base))?.is_dir() {
+    if !read_op(base, file::stat(base))?.is_dir {
         return Err(invalid(format!(
             "{base} is a file, not a directory; give the directory to search in"
         )));

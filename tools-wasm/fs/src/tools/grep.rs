@@ -1,7 +1,6 @@
 //! `grep`: search file contents with a regular expression.
 
 use std::fmt::Write as _;
-use std::fs::{self, File};
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -12,7 +11,8 @@ use serde::Deserialize;
 use super::{not_regular, read_op};
 use crate::deadline::Deadline;
 use crate::error::{ToolError, invalid, parse_args};
-use crate::rules::Filter;
+use crate::file::{self, Meta};
+use crate::rules::{Ancestor, Filter};
 use crate::search::{Outcome, Searcher};
 use crate::text::cut_line;
 use crate::{Tool, paths, walk};
@@ -101,7 +101,13 @@ impl Search {
     /// entry); `Break` once `max` matches were found or time is up. Files
     /// that are unreadable, over 16 MiB or binary are skipped.
     fn file(&mut self, shown: &str, full: &Path) -> ControlFlow<()> {
-        let Ok(mut file) = File::open(full) else {
+        // The directory entry said it is a regular file: no stat needed.
+        let regular = Meta {
+            is_dir: false,
+            regular: true,
+            len: 0,
+        };
+        let Ok(mut file) = file::open(&full.to_string_lossy(), &regular) else {
             return ControlFlow::Continue(());
         };
         match self.read(shown, &mut file, true) {
@@ -113,6 +119,34 @@ impl Search {
             Some(Outcome::OutOfTime) => ControlFlow::Break(()),
             Some(Outcome::Binary) | None => ControlFlow::Continue(()),
         }
+    }
+
+    /// Searches the directory `base` (its `ancestors` hold ignore files too),
+    /// each file that `include` admits. Fails only when `base` cannot be read.
+    fn tree(
+        &mut self,
+        base: &str,
+        filter: Filter,
+        ancestors: &[Ancestor],
+        include: Option<&GlobMatcher>,
+    ) -> std::io::Result<(ControlFlow<()>, walk::Summary)> {
+        let mut flow = ControlFlow::Continue(());
+        let options = walk::Options {
+            filter,
+            ancestors,
+            deadline: self.deadline,
+        };
+        let summary = walk::walk_files(base, &options, &mut |rel, full, file_type| {
+            // Like ripgrep: symlinks met in the walk are not followed, and
+            // special files are not opened.
+            if !file_type.is_file() || !included(include, rel) {
+                return ControlFlow::Continue(());
+            }
+            flow = self.file(&paths::display_join(base, rel), full);
+            flow
+        })?;
+        self.out_of_time |= summary.out_of_time;
+        Ok((flow, summary))
     }
 
     /// Searches what `reader` yields, shown as `shown`; `None` when it could
@@ -167,38 +201,28 @@ fn run(args: &str) -> Result<String, ToolError> {
         .transpose()?;
     let deadline = Deadline::from_env();
     let mut search = Search::new(regex, args.max_matches, deadline);
-    let meta = read_op(base, fs::metadata(base))?;
+    let meta = read_op(base, file::stat(base))?;
     let mut notes = Vec::new();
-    let flow = if meta.is_dir() {
-        let mut flow = ControlFlow::Continue(());
-        let ancestors = paths::grant_ancestors(base);
-        let options = walk::Options {
-            filter: Filter {
-                no_ignore: args.no_ignore,
-                hidden: args.hidden,
-            },
-            ancestors: &ancestors,
-            deadline,
+    let flow = if meta.is_dir {
+        let filter = Filter {
+            no_ignore: args.no_ignore,
+            hidden: args.hidden,
         };
-        let summary = read_op(
+        let (flow, summary) = read_op(
             base,
-            walk::walk_files(base, &options, &mut |rel, full, file_type| {
-                // Like ripgrep: symlinks met in the walk are not followed,
-                // and special files are not opened.
-                if !file_type.is_file() || !included(include.as_ref(), rel) {
-                    return ControlFlow::Continue(());
-                }
-                flow = search.file(&paths::display_join(base, rel), full);
-                flow
-            }),
+            search.tree(
+                base,
+                filter,
+                &paths::grant_ancestors(base),
+                include.as_ref(),
+            ),
         )?;
-        search.out_of_time |= summary.out_of_time;
         notes.extend(summary.notes());
         flow
-    } else if !meta.is_file() {
+    } else if !meta.regular {
         return Err(not_regular(base, TOOL.name));
     } else {
-        let mut file = read_op(base, File::open(base))?;
+        let mut file = read_op(base, file::open(base, &meta))?;
         match search.read(base, &mut file, false) {
             Some(Outcome::Binary) => {
                 return Ok(format!("{base} is a binary file; grep only searches text"));
@@ -306,5 +330,44 @@ mod tests {
         assert!(included(Some(&glob), "src/x.rs"));
         assert!(!included(Some(&glob), "lib/src/x.rs"));
         assert!(included(None, "anything"));
+    }
+
+    /// Times the directory search natively on `GREP_BENCH_DIR` for each
+    /// `GREP_BENCH_PATTERNS` (separated by `;;`), all matches kept; see
+    /// bench/README.md. Does nothing without `GREP_BENCH_DIR`.
+    #[test]
+    #[ignore = "a benchmark: needs GREP_BENCH_DIR"]
+    fn bench_tree() {
+        let Ok(dir) = std::env::var("GREP_BENCH_DIR") else {
+            return;
+        };
+        let patterns = std::env::var("GREP_BENCH_PATTERNS").unwrap_or("needle_xyz".into());
+        let runs: usize = std::env::var("GREP_BENCH_RUNS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(5);
+        for pattern in patterns.split(";;") {
+            let (case_insensitive, pattern) = match pattern.strip_prefix("(?i)") {
+                Some(p) => (true, p),
+                None => (false, pattern),
+            };
+            let mut times = Vec::new();
+            let mut matches = 0;
+            for _ in 0..runs {
+                let started = std::time::Instant::now();
+                let regex = compile(pattern, case_insensitive).unwrap();
+                let mut s = Search::new(regex, usize::MAX, Deadline::new(Duration::MAX));
+                let (_, summary) = s.tree(&dir, Filter::default(), &[], None).unwrap();
+                times.push(started.elapsed().as_secs_f64());
+                matches = s.matches;
+                assert!(summary.notes().len() <= 1, "{:?}", summary.notes());
+            }
+            times.sort_by(f64::total_cmp);
+            println!(
+                "bench {pattern:?} (i={case_insensitive}): {matches} matches, median {:.3}s, min {:.3}s",
+                times[runs / 2],
+                times[0]
+            );
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
-use std::fs::{self, FileType};
+use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::read_op;
 use crate::error::{ToolError, invalid, parse_args};
+use crate::file::{self, EntryType};
 use crate::rules::{Filter, Rules, Skipped};
 use crate::{Tool, paths, walk};
 
@@ -77,7 +78,7 @@ fn run(args: &str) -> Result<String, ToolError> {
     if !(1..=10).contains(&args.depth) {
         return Err(invalid("depth must be between 1 and 10"));
     }
-    if !read_op(path, fs::metadata(path))?.is_dir() {
+    if !read_op(path, file::stat(path))?.is_dir {
         return Err(invalid(format!(
             "{path} is a file, not a directory; use read_file to read it"
         )));
@@ -149,7 +150,7 @@ pub fn sort_entries(entries: &mut [Entry]) {
 fn kept_entries(
     dir: &Path,
     rel: &str,
-    raw: Vec<(String, FileType)>,
+    raw: Vec<(String, EntryType)>,
     rules: &Rules,
     skipped: &mut Skipped,
 ) -> Vec<Entry> {
@@ -181,7 +182,11 @@ fn child(rel: &str, name: &str) -> String {
 
 /// The rules of directory `dir` below one with `parent` rules, with its raw
 /// entries.
-fn read_dir(dir: &Path, rel: &str, parent: &Rules) -> io::Result<(Vec<(String, FileType)>, Rules)> {
+fn read_dir(
+    dir: &Path,
+    rel: &str,
+    parent: &Rules,
+) -> io::Result<(Vec<(String, EntryType)>, Rules)> {
     let raw = walk::read_sorted(dir)?;
     let rules = parent.child(dir, rel, &raw);
     Ok((raw, rules))
@@ -193,7 +198,7 @@ fn read_dir(dir: &Path, rel: &str, parent: &Rules) -> io::Result<(Vec<(String, F
 /// rules left out of the shown directories.
 fn collect(
     root: &Path,
-    root_read: (Vec<(String, FileType)>, Rules),
+    root_read: (Vec<(String, EntryType)>, Rules),
     depth: usize,
 ) -> (HashMap<String, Listing>, bool, Skipped) {
     let mut listings = HashMap::new();
@@ -308,7 +313,7 @@ mod tests {
         }
     }
 
-    fn read_root(dir: &Path) -> (Vec<(String, FileType)>, Rules) {
+    fn read_root(dir: &Path) -> (Vec<(String, EntryType)>, Rules) {
         read_dir(dir, "", &Rules::root(Filter::default(), dir, &[], &[])).unwrap()
     }
 

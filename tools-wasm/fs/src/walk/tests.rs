@@ -1,6 +1,7 @@
 //! The walk against a fixture with every kind of ignore rule, checked
 //! against a hard-coded list and against `rg --files` where rg is installed.
 
+use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
