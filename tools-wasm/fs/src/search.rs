@@ -1,34 +1,40 @@
 //! The search core of `grep`: reads a file in big blocks, runs the regex
 //! over a whole block at once and cuts out only the lines that match.
 //!
-//! The results are those of matching line by line: `^` and `$` match at
-//! line ends (before `\r\n` too). A match found across a line break is
-//! checked against its line alone; once such a check fails, the rest of the
-//! file is searched line by line, so a pattern like `a\s*b` cannot make the
-//! search quadratic.
+//! The matcher is ripgrep's (`grep-regex`), built so that it never matches
+//! a line end (`a\sb` cannot match `a\nb`; a literal `\n` is refused): the
+//! results are those of matching line by line, `^` and `$` match at line
+//! ends (before `\r\n` too). It finds candidate lines by the pattern's
+//! rarest literal, and only those are matched in full.
 
 use std::io::{self, Read};
 use std::ops::ControlFlow;
 
+use grep_matcher::{LineMatchKind, Matcher};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use memchr::{memchr, memchr_iter, memrchr};
-use regex::bytes::{Regex, RegexBuilder};
 
 use crate::deadline::Deadline;
 use crate::text::SNIFF_LEN;
 
 /// Bytes asked for by one read.
 const READ_LEN: usize = 256 << 10;
-/// Bytes searched at once: a walked file bigger than this is skipped, a
-/// file searched on its own goes in blocks of this size.
+/// Most bytes searched at once: a walked file is searched whole, and
+/// skipped when bigger than this.
 pub const BLOCK_LEN: usize = 16 << 20;
+/// Bytes searched at once in a file searched on its own (of any size): small
+/// enough to stay in the CPU caches.
+const STREAM_LEN: usize = 1 << 20;
 
-/// Compiles `pattern` for [`Searcher`]: multi-line anchors, CRLF aware.
-pub fn compile(pattern: &str, case_insensitive: bool) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern)
+/// Compiles `pattern` for [`Searcher`]: never matching `\n`, with anchors
+/// at line ends, CRLF aware.
+pub fn compile(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, grep_regex::Error> {
+    RegexMatcherBuilder::new()
         .case_insensitive(case_insensitive)
         .multi_line(true)
+        .line_terminator(Some(b'\n'))
         .crlf(true)
-        .build()
+        .build(pattern)
 }
 
 /// How searching one file ended.
@@ -49,14 +55,14 @@ pub type Sink<'a> = dyn FnMut(u64, &[u8]) -> ControlFlow<()> + 'a;
 
 /// Searches files for one regex, reusing its buffer from file to file.
 pub struct Searcher {
-    regex: Regex,
+    regex: RegexMatcher,
     buf: Vec<u8>,
-    /// [`BLOCK_LEN`], but for tests.
+    /// [`BLOCK_LEN`], smaller in tests.
     block_len: usize,
 }
 
 impl Searcher {
-    pub fn new(regex: Regex) -> Searcher {
+    pub fn new(regex: RegexMatcher) -> Searcher {
         Searcher {
             regex,
             buf: Vec::new(),
@@ -66,8 +72,8 @@ impl Searcher {
 
     /// Searches what `reader` yields, calling `sink` for each matching
     /// line. With `whole_only`, a file over [`BLOCK_LEN`] is [`Outcome::TooBig`]
-    /// and nothing of it reaches the sink; otherwise it is searched block by
-    /// block, checking `deadline` between blocks.
+    /// and nothing of it reaches the sink; otherwise it is searched in blocks
+    /// of [`STREAM_LEN`], checking `deadline` between blocks.
     pub fn search(
         &mut self,
         reader: &mut impl Read,
@@ -78,7 +84,11 @@ impl Searcher {
         let mut len = 0;
         let mut next_line = 1;
         let mut first = true;
-        let mut window = self.block_len;
+        let mut window = if whole_only {
+            self.block_len
+        } else {
+            self.block_len.min(STREAM_LEN)
+        };
         loop {
             let eof = self.fill(reader, &mut len, window)?;
             if first {
@@ -99,7 +109,7 @@ impl Searcher {
                 window *= 2;
                 continue;
             };
-            let flow = search_block(&self.regex, &self.buf[..end], &mut next_line, sink);
+            let flow = search_block(&self.regex, &self.buf[..end], &mut next_line, !eof, sink);
             if flow.is_break() || eof {
                 return Ok(Outcome::Searched(flow));
             }
@@ -133,36 +143,41 @@ impl Searcher {
 }
 
 /// Searches `block` (whole lines; the last may lack its `\n`), whose first
-/// line is number `*line`; leaves in `*line` the number of the line after it.
+/// line is number `*line`. With `more` (another block follows), leaves in
+/// `*line` the number of the line after it; without, the lines after the
+/// last match are not counted.
 fn search_block(
-    regex: &Regex,
+    regex: &RegexMatcher,
     block: &[u8],
     line: &mut u64,
+    more: bool,
     sink: &mut Sink<'_>,
 ) -> ControlFlow<()> {
     // `pos` is always at a line start; lines before `counted` are counted.
     let (mut pos, mut counted) = (0, 0);
     while pos < block.len() {
-        let Some(m) = regex.find_at(block, pos) else {
+        let Ok(Some(kind)) = regex.find_candidate_line(&block[pos..]) else {
             break;
         };
-        let at = m.start();
+        let (at, confirmed) = match kind {
+            LineMatchKind::Confirmed(i) => (pos + i, true),
+            LineMatchKind::Candidate(i) => (pos + i, false),
+        };
         if at == block.len() && block[at - 1] == b'\n' {
             break; // an empty match after the last line end: no line there
         }
         let start = memrchr(b'\n', &block[pos..at]).map_or(pos, |i| pos + i + 1);
         let end = memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i);
         let text = strip_cr(&block[start..end]);
-        if m.end() <= end || regex.is_match(text) {
+        if confirmed || regex.is_match(&block[start..end]).unwrap_or(false) {
             advance(block, line, &mut counted, start);
             sink(*line, text)?;
-        } else {
-            // The match needed the line break: from here on, line by line.
-            return by_lines(regex, block, end, line, counted, sink);
         }
         pos = end + 1;
     }
-    advance(block, line, &mut counted, block.len());
+    if more {
+        advance(block, line, &mut counted, block.len());
+    }
     ControlFlow::Continue(())
 }
 
@@ -171,35 +186,6 @@ fn search_block(
 fn advance(block: &[u8], line: &mut u64, counted: &mut usize, to: usize) {
     *line += memchr_iter(b'\n', &block[*counted..to]).count() as u64;
     *counted = to;
-}
-
-/// [`search_block`] for the lines after `from` (a line end or the block's
-/// end), one regex run per line.
-fn by_lines(
-    regex: &Regex,
-    block: &[u8],
-    from: usize,
-    line: &mut u64,
-    counted: usize,
-    sink: &mut Sink<'_>,
-) -> ControlFlow<()> {
-    let mut counted = counted;
-    advance(block, line, &mut counted, from);
-    let mut start = from + 1;
-    while start < block.len() {
-        *line += 1;
-        let end = memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
-        let text = strip_cr(&block[start..end]);
-        if regex.is_match(text) {
-            sink(*line, text)?;
-        }
-        start = end + 1;
-    }
-    // The line after the block.
-    if from < block.len() {
-        *line += 1;
-    }
-    ControlFlow::Continue(())
 }
 
 fn strip_cr(line: &[u8]) -> &[u8] {

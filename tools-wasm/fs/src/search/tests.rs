@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use grep_matcher::Matcher;
+
 use super::*;
 
 /// Every matching line as `number:text`, and the outcome.
@@ -29,7 +31,7 @@ fn line_by_line(pattern: &str, text: &[u8]) -> Vec<String> {
     text.split(|&b| b == b'\n')
         .enumerate()
         .map(|(i, l)| (i + 1, strip_cr(l)))
-        .filter(|(_, l)| regex.is_match(l))
+        .filter(|(_, l)| regex.is_match(l).unwrap())
         .map(|(i, l)| format!("{i}:{}", String::from_utf8_lossy(l)))
         .collect()
 }
@@ -58,9 +60,11 @@ fn agrees_with_line_by_line() {
         "[^x]*",
         "a|b",
         r"\bbar\b",
-        r"e\n",
         "(?s).",
         "x*",
+        r"\S$",
+        "[^x]+$",
+        r"(?i)FN\s",
     ];
     for text in texts {
         for pattern in patterns {

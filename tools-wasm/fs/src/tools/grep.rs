@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use globset::GlobMatcher;
-use regex::bytes::Regex;
+use grep_regex::RegexMatcher;
 use serde::Deserialize;
 
 use super::{not_regular, read_op};
@@ -35,7 +35,7 @@ pub const TOOL: Tool = Tool {
     schema: r#"{
   "type": "object",
   "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression, e.g. \"fn\\s+main\" or \"TODO|FIXME\". Escape regex characters to search literal text."},
+    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression, e.g. \"fn\\s+main\" or \"TODO|FIXME\", matched within one line (no \\n). Escape regex characters to search literal text."},
     "path": {"type": "string", "minLength": 1, "description": "File or directory to search. Default \".\" (the workspace)."},
     "include": {"type": "string", "minLength": 1, "description": "Only search files whose name matches this glob, e.g. \"*.rs\". A glob containing '/' is matched against the path relative to path instead."},
     "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
@@ -85,7 +85,7 @@ struct Search {
 }
 
 impl Search {
-    fn new(regex: Regex, max: usize, deadline: Deadline) -> Search {
+    fn new(regex: RegexMatcher, max: usize, deadline: Deadline) -> Search {
         Search {
             searcher: Searcher::new(regex),
             deadline,
@@ -258,7 +258,7 @@ fn run(args: &str) -> Result<String, ToolError> {
 }
 
 /// Compiles the search regex, reporting syntax errors as invalid arguments.
-pub fn compile(pattern: &str, case_insensitive: bool) -> Result<Regex, ToolError> {
+pub fn compile(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, ToolError> {
     crate::search::compile(pattern, case_insensitive)
         .map_err(|e| invalid(format!("invalid regex: {e}")))
 }
@@ -313,12 +313,18 @@ mod tests {
 
     #[test]
     fn case_and_errors() {
-        assert!(compile("HELLO", true).unwrap().is_match(b"hello"));
-        assert!(!compile("HELLO", false).unwrap().is_match(b"hello"));
+        use grep_matcher::Matcher;
+        assert!(compile("HELLO", true).unwrap().is_match(b"hello").unwrap());
+        assert!(!compile("HELLO", false).unwrap().is_match(b"hello").unwrap());
         let Err(ToolError::InvalidArgs(msg)) = compile("a(b", false) else {
             panic!()
         };
         assert!(msg.starts_with("invalid regex:"), "{msg}");
+        // Lines are matched one at a time: a line end cannot be in a match.
+        let Err(ToolError::InvalidArgs(msg)) = compile(r"a\nb", false) else {
+            panic!()
+        };
+        assert!(msg.contains("not allowed"), "{msg}");
     }
 
     #[test]
@@ -332,8 +338,10 @@ mod tests {
         assert!(included(None, "anything"));
     }
 
-    /// Times the directory search natively on `GREP_BENCH_DIR` for each
-    /// `GREP_BENCH_PATTERNS` (separated by `;;`), all matches kept; see
+    /// Times the search natively on `GREP_BENCH_DIR` (a directory, or one
+    /// file searched on its own) for each `GREP_BENCH_PATTERNS` (separated
+    /// by `;;`, `(?i)` first for case-insensitive), all matches kept, each
+    /// run followed by one of `rg -j1` under the same load; see
     /// bench/README.md. Does nothing without `GREP_BENCH_DIR`.
     #[test]
     #[ignore = "a benchmark: needs GREP_BENCH_DIR"]
@@ -346,28 +354,66 @@ mod tests {
             .ok()
             .and_then(|r| r.parse().ok())
             .unwrap_or(5);
+        let rg_out = std::env::temp_dir().join(format!("grep-bench-{}", std::process::id()));
+        let median = |mut times: Vec<f64>| {
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
+        };
         for pattern in patterns.split(";;") {
             let (case_insensitive, pattern) = match pattern.strip_prefix("(?i)") {
                 Some(p) => (true, p),
                 None => (false, pattern),
             };
-            let mut times = Vec::new();
+            let (mut ours, mut rg) = (Vec::new(), Vec::new());
             let mut matches = 0;
             for _ in 0..runs {
                 let started = std::time::Instant::now();
                 let regex = compile(pattern, case_insensitive).unwrap();
                 let mut s = Search::new(regex, usize::MAX, Deadline::new(Duration::MAX));
-                let (_, summary) = s.tree(&dir, Filter::default(), &[], None).unwrap();
-                times.push(started.elapsed().as_secs_f64());
+                if Path::new(&dir).is_file() {
+                    let mut f = std::fs::File::open(&dir).unwrap();
+                    s.read(&dir, &mut f, false).unwrap();
+                } else {
+                    let (_, summary) = s.tree(&dir, Filter::default(), &[], None).unwrap();
+                    assert!(summary.notes().len() <= 1, "{:?}", summary.notes());
+                }
+                ours.push(started.elapsed().as_secs_f64());
                 matches = s.matches;
-                assert!(summary.notes().len() <= 1, "{:?}", summary.notes());
+                // To a file: rg stops early when it writes to /dev/null.
+                let started = std::time::Instant::now();
+                let mut cmd = std::process::Command::new("rg");
+                cmd.args(["-j1", "-n", "--no-heading"]);
+                if case_insensitive {
+                    cmd.arg("-i");
+                }
+                let out = std::fs::File::create(&rg_out).unwrap();
+                if cmd
+                    .arg("-e")
+                    .arg(pattern)
+                    .arg(&dir)
+                    .stdout(out)
+                    .status()
+                    .is_ok()
+                {
+                    rg.push(started.elapsed().as_secs_f64());
+                }
             }
-            times.sort_by(f64::total_cmp);
-            println!(
-                "bench {pattern:?} (i={case_insensitive}): {matches} matches, median {:.3}s, min {:.3}s",
-                times[runs / 2],
-                times[0]
+            let rg_matches =
+                std::fs::read(&rg_out).map_or(0, |o| memchr::memchr_iter(b'\n', &o).count());
+            let ours = median(ours);
+            print!(
+                "bench /{pattern}/ i={case_insensitive}: ours {matches} matches, median {ours:.3}s"
             );
+            if rg.is_empty() {
+                println!(" (rg not installed)");
+            } else {
+                let rg = median(rg);
+                println!(
+                    "; rg -j1 {rg_matches} matches, median {rg:.3}s; rg time / ours = {:.2}",
+                    rg / ours
+                );
+            }
         }
+        let _ = std::fs::remove_file(&rg_out);
     }
 }
