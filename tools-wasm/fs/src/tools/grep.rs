@@ -328,6 +328,26 @@ mod tests {
     }
 
     #[test]
+    fn stops_at_the_deadline_with_what_it_found() {
+        let dir = std::env::temp_dir().join(format!("fs-grep-deadline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..40 {
+            std::fs::write(dir.join(format!("f{i:02}")), "hit\n").unwrap();
+        }
+        let passed = Deadline::new(Duration::ZERO);
+        let mut s = Search::new(compile("hit", false).unwrap(), 1000, passed);
+        let (_, summary) = s
+            .tree(dir.to_str().unwrap(), Filter::default(), &[], None)
+            .unwrap();
+        // The clock is read every 32 entries: 31 files were searched.
+        assert!(summary.out_of_time && s.out_of_time);
+        assert_eq!(s.matches, 31);
+        assert!(s.out.ends_with("f30:1: hit\n"), "{}", s.out);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn include_filter() {
         let glob = super::super::glob::compile("*.rs").unwrap();
         assert!(included(Some(&glob), "src/deep/x.rs"));
