@@ -26,6 +26,10 @@ pub const BLOCK_LEN: usize = 16 << 20;
 /// enough to stay in the CPU caches.
 const STREAM_LEN: usize = 1 << 20;
 
+/// Most bytes one line may take in a file searched on its own before it is
+/// searched in pieces (a match across two pieces is missed).
+const MAX_WINDOW: usize = 64 << 20;
+
 /// Compiles `pattern` for [`Searcher`]: never matching `\n`, with anchors
 /// at line ends, CRLF aware.
 pub fn compile(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, grep_regex::Error> {
@@ -100,14 +104,21 @@ impl Searcher {
             if !eof && whole_only {
                 return Ok(Outcome::TooBig);
             }
-            let end = if eof {
-                len
-            } else if let Some(i) = memrchr(b'\n', &self.buf[..len]) {
-                i + 1
+            let last_end = if eof {
+                None
             } else {
-                // One line longer than the window: take in more of it.
-                window *= 2;
-                continue;
+                memrchr(b'\n', &self.buf[..len])
+            };
+            let end = match last_end {
+                _ if eof => len,
+                Some(i) => i + 1,
+                // One line longer than the window: take in more of it, up
+                // to a bound; past that the line is searched in pieces.
+                None if window < MAX_WINDOW => {
+                    window *= 2;
+                    continue;
+                }
+                None => len,
             };
             let flow = search_block(&self.regex, &self.buf[..end], &mut next_line, !eof, sink);
             if flow.is_break() || eof {
