@@ -1,4 +1,5 @@
-//! Reading files by path, for `read_file`: metadata first, then a reader.
+//! Reading files and directories by path, for `read_file` and the walks:
+//! metadata first, then a reader; directory listings.
 
 /// Largest single read asked of the host: well under its cap on one read
 /// (64 KiB), so a short read of a regular file means its end.
@@ -14,9 +15,35 @@ pub struct Meta {
     pub len: u64,
 }
 
+/// The type of a directory entry, as its listing tells it (a symlink is
+/// not followed). Named like std's `FileType` methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryType {
+    File,
+    Dir,
+    Symlink,
+    /// A named pipe, socket or device.
+    Special,
+}
+
+impl EntryType {
+    pub fn is_file(self) -> bool {
+        self == EntryType::File
+    }
+
+    pub fn is_dir(self) -> bool {
+        self == EntryType::Dir
+    }
+
+    pub fn is_symlink(self) -> bool {
+        self == EntryType::Symlink
+    }
+}
+
 /// Inside the component: `wasi:filesystem` directly. wasi-libc's `stat` asks the host twice (the
 /// metadata hash for `st_ino`), and reading through its streams costs two
-/// stream reads and a drop. Paths resolve through the same preopen as with
+/// stream reads and a drop; its `readdir` asks for a metadata hash per entry
+/// (for `d_ino`), which a walk does not need. Paths resolve through the same preopen as with
 /// std (see [`crate::paths::find_preopen`]) and errors carry the errno wasi-libc
 /// would set, so messages do not change. Off wasm32: std.
 #[cfg(target_os = "wasi")]
@@ -27,7 +54,7 @@ mod imp {
         Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
     };
 
-    use super::Meta;
+    use super::{EntryType, Meta};
     use crate::paths;
 
     /// Metadata of `path`, following a final symlink. Asks without
@@ -63,6 +90,42 @@ mod imp {
             end: false,
             regular: meta.regular,
         })
+    }
+
+    /// The entries of directory `path` (following a final symlink, like
+    /// `std::fs::read_dir`), in the host's order: one host call per entry.
+    pub fn read_dir(path: &str) -> io::Result<Vec<(String, EntryType)>> {
+        let (dir, rel) = preopen(path)?;
+        let descriptor = dir
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                rel,
+                OpenFlags::DIRECTORY,
+                DescriptorFlags::READ,
+            )
+            .map_err(error)?;
+        let stream = descriptor.read_directory().map_err(error)?;
+        let mut entries = Vec::new();
+        while let Some(entry) = stream.read_directory_entry().map_err(error)? {
+            let entry_type = match entry.type_ {
+                DescriptorType::RegularFile => EntryType::File,
+                DescriptorType::Directory => EntryType::Dir,
+                DescriptorType::SymbolicLink => EntryType::Symlink,
+                DescriptorType::Unknown => {
+                    match descriptor.stat_at(PathFlags::empty(), &entry.name) {
+                        Ok(stat) if stat.type_ == DescriptorType::RegularFile => EntryType::File,
+                        Ok(stat) if stat.type_ == DescriptorType::Directory => EntryType::Dir,
+                        Ok(stat) if stat.type_ == DescriptorType::SymbolicLink => {
+                            EntryType::Symlink
+                        }
+                        _ => EntryType::Special,
+                    }
+                }
+                _ => EntryType::Special,
+            };
+            entries.push((entry.name, entry_type));
+        }
+        Ok(entries)
     }
 
     fn preopen(path: &str) -> io::Result<(&'static Descriptor, &str)> {
@@ -145,7 +208,7 @@ mod imp {
 
     pub use fs::File;
 
-    use super::Meta;
+    use super::{EntryType, Meta};
 
     /// Metadata of `path`, following a final symlink (not following first,
     /// like the component).
@@ -164,6 +227,26 @@ mod imp {
     pub fn open(path: &str, _meta: &Meta) -> io::Result<File> {
         File::open(path)
     }
+
+    /// The entries of directory `path`, in the system's order.
+    pub fn read_dir(path: &str) -> io::Result<Vec<(String, EntryType)>> {
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(path)? {
+            let entry = entry?;
+            let t = entry.file_type()?;
+            let entry_type = if t.is_file() {
+                EntryType::File
+            } else if t.is_dir() {
+                EntryType::Dir
+            } else if t.is_symlink() {
+                EntryType::Symlink
+            } else {
+                EntryType::Special
+            };
+            entries.push((entry.file_name().to_string_lossy().into_owned(), entry_type));
+        }
+        Ok(entries)
+    }
 }
 
-pub use imp::{open, stat};
+pub use imp::{open, read_dir, stat};

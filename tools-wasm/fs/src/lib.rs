@@ -10,7 +10,11 @@
 //! - `error`: [`ToolError`], argument parsing, io error messages.
 //! - `paths`: path checks, lexical normalisation, granted-root detection.
 //! - `text`: binary detection, line cutting, sizes, line numbers.
+//! - `rules`: ripgrep's ignore rules (`.gitignore`, `.ignore`, ...) and
+//!   hidden files: what a walk leaves out.
 //! - `walk`: the recursive directory walk shared by `glob` and `grep`.
+//! - `search`: grep's search core, a whole block per regex run.
+//! - `deadline`: the soft deadline after which a search returns what it has.
 //! - `tools`: one module per tool:
 //!   - `read_file` (`tools::read`), `write_file` (`tools::write`),
 //!     `edit_file` (`tools::edit`),
@@ -20,9 +24,12 @@
 //!     `mkdir` (`tools::mkdir`), `delete` (`tools::delete`).
 
 mod bindings;
+mod deadline;
 mod error;
 mod file;
 mod paths;
+mod rules;
+mod search;
 mod text;
 mod tools;
 mod walk;

@@ -134,7 +134,6 @@ pub fn find_preopen(path: &str) -> Option<(&'static wasip2::filesystem::types::D
 /// name matches everything), the last listed among equals; the rest of the
 /// path, without leading slashes, is relative to it (`.` when empty).
 /// Returns the index of the preopen and the relative path.
-#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
 fn find_preopen_in<'p, 'a>(
     path: &'p str,
     names: impl DoubleEndedIterator<Item = &'a str> + ExactSizeIterator,
@@ -152,8 +151,45 @@ fn find_preopen_in<'p, 'a>(
     Some((i, if rel.is_empty() { "." } else { rel }))
 }
 
+/// The ancestors of normalised path `path` inside the granted directory
+/// that holds it, nearest first, for the ignore files that apply to a walk
+/// of `path`. Empty off wasm32, and for the root of a grant.
+pub fn grant_ancestors(path: &str) -> Vec<crate::rules::Ancestor> {
+    let names = preopens();
+    match find_preopen_in(path, names.iter().map(String::as_str)) {
+        Some((_, rel)) => ancestors_in(path, rel),
+        None => Vec::new(),
+    }
+}
+
+/// The ancestors of normalised `path` that lie within its last `rel`
+/// components (its path inside its grant), nearest first.
+fn ancestors_in(path: &str, rel: &str) -> Vec<crate::rules::Ancestor> {
+    let depth = if rel == "." {
+        0
+    } else {
+        rel.split('/').count()
+    };
+    let mut out = Vec::with_capacity(depth);
+    let mut dir = path;
+    for _ in 0..depth {
+        let cut = dir.rfind('/');
+        let parent = match cut {
+            Some(0) => "/",
+            Some(i) => &dir[..i],
+            None => ".",
+        };
+        let below = &path[cut.map_or(0, |i| i + 1)..];
+        out.push(crate::rules::Ancestor {
+            path: parent.to_string(),
+            below: format!("{below}/"),
+        });
+        dir = parent;
+    }
+    out
+}
+
 /// wasi-libc's `strip_prefixes`.
-#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
 fn strip_preopen_name(mut name: &str) -> &str {
     loop {
         if let Some(rest) = name.strip_prefix('/') {
@@ -170,7 +206,6 @@ fn strip_preopen_name(mut name: &str) -> &str {
 
 /// wasi-libc's `prefix_matches`: `prefix` is a whole-component prefix of
 /// `path` (trailing slashes of `prefix` ignored).
-#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
 fn prefix_matches(prefix: &str, path: &str) -> bool {
     if prefix.is_empty() && !path.starts_with('/') {
         return true;
@@ -358,6 +393,25 @@ mod tests {
         // Among equal names the last one listed wins.
         assert_eq!(find_preopen_in("a", ["/", "."].into_iter()), Some((1, "a")));
         assert_eq!(find_preopen_in("a", ["b"].into_iter()), None);
+    }
+
+    #[test]
+    fn ancestors_within_the_grant() {
+        let found = |path: &str, names: &[&str]| -> Vec<(String, String)> {
+            let (_, rel) = find_preopen_in(path, names.iter().copied()).unwrap();
+            ancestors_in(path, rel)
+                .into_iter()
+                .map(|a| (a.path, a.below))
+                .collect()
+        };
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            found("src/sub", &["."]),
+            [pair("src", "sub/"), pair(".", "src/sub/")]
+        );
+        assert_eq!(found(".", &["."]), []);
+        assert_eq!(found("/w/ws/a", &[".", "/w/ws"]), [pair("/w/ws", "a/")]);
+        assert_eq!(found("/w", &["/"]), [pair("/", "w/")]);
     }
 
     #[test]

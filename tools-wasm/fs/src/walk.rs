@@ -1,28 +1,49 @@
 //! The recursive walk shared by `glob` and `grep`: depth-first, entries in
-//! name order, `.git` skipped, symlinks reported but never followed.
+//! name order, `.git` skipped, symlinks reported but never followed, ignored
+//! and hidden entries left out (see [`crate::rules`]), stopped softly at a
+//! [`Deadline`].
 
-use std::fs::{self, FileType};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::Path;
+
+use crate::deadline::Deadline;
+use crate::file::{self, EntryType};
+use crate::rules::{Ancestor, Filter, Rules, Skipped};
 
 /// Directory names never entered.
 pub const SKIPPED_DIRS: &[&str] = &[".git"];
 
 /// Most entries (files and directories) one walk looks at.
 const MAX_VISITED: usize = 100_000;
+/// The clock is read once per this many entries.
+const CLOCK_EVERY: usize = 32;
+
+/// How one walk goes: which entries it leaves out, where ignore files
+/// above the root are, and when to stop.
+pub struct Options<'a> {
+    pub filter: Filter,
+    /// Ancestors of the root whose ignore files apply, nearest first.
+    pub ancestors: &'a [Ancestor],
+    pub deadline: Deadline,
+}
 
 /// What happened during a walk, beyond the visited files.
 #[derive(Debug, Default)]
 pub struct Summary {
     /// The walk hit [`MAX_VISITED`] and stopped.
     pub stopped_early: bool,
+    /// The walk reached its deadline and stopped.
+    pub out_of_time: bool,
     /// Relative paths of subdirectories that could not be read.
     pub unreadable: Vec<String>,
+    /// Entries left out by ignore and hidden rules.
+    pub skipped: Skipped,
 }
 
 impl Summary {
     /// Notes for the end of the tool output (empty when nothing to say).
+    /// The deadline's note is the caller's, who may have stopped too.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         if self.stopped_early {
@@ -43,47 +64,56 @@ impl Summary {
                 }
             ));
         }
+        notes.extend(self.skipped.note());
         notes
     }
 }
 
 /// The callback of [`walk_files`]: relative path (with `/`), full path,
 /// file type. Returning `Break` ends the walk.
-pub type Visit<'a> = dyn FnMut(&str, &Path, FileType) -> ControlFlow<()> + 'a;
+pub type Visit<'a> = dyn FnMut(&str, &Path, EntryType) -> ControlFlow<()> + 'a;
 
 /// Calls `visit` for every entry under directory `root` that is not a
-/// directory (files, symlinks, others), until it returns `Break`. Fails only
-/// when `root` itself cannot be read.
-pub fn walk_files(root: &str, visit: &mut Visit<'_>) -> io::Result<Summary> {
+/// directory (files, symlinks, others) and that the filter keeps, until it
+/// returns `Break`. Fails only when `root` itself cannot be read.
+pub fn walk_files(root: &str, options: &Options<'_>, visit: &mut Visit<'_>) -> io::Result<Summary> {
     let root = Path::new(if root.is_empty() { "." } else { root });
+    let entries = read_sorted(root)?;
+    let rules = Rules::root(options.filter, root, &entries, options.ancestors);
     let mut walker = Walker {
         visit,
+        deadline: options.deadline,
         summary: Summary::default(),
         visited: 0,
     };
-    let entries = sorted_entries(root)?;
-    let _ = walker.dir(root, "", entries);
+    let _ = walker.dir(root, "", &rules, entries);
     Ok(walker.summary)
 }
 
-/// The entries of `dir` sorted by name, without skipped directories.
-pub fn sorted_entries(dir: &Path) -> io::Result<Vec<(String, FileType)>> {
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let file_type = entry.file_type()?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if file_type.is_dir() && SKIPPED_DIRS.contains(&name.as_str()) {
-            continue;
-        }
-        entries.push((name, file_type));
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+/// The entries of `dir` sorted by name (bytewise), `.git` included.
+pub fn read_sorted(dir: &Path) -> io::Result<Vec<(String, EntryType)>> {
+    let mut entries = file::read_dir(&dir.to_string_lossy())?;
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
+}
+
+/// Whether a walk never enters or shows this entry, whatever the filter.
+pub fn always_skipped(name: &str, file_type: EntryType) -> bool {
+    file_type.is_dir() && SKIPPED_DIRS.contains(&name)
+}
+
+/// `rel_dir/name`, or `name` at the root.
+pub fn join_rel(rel_dir: &str, name: &str) -> String {
+    if rel_dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel_dir}/{name}")
+    }
 }
 
 struct Walker<'v, 'a> {
     visit: &'v mut Visit<'a>,
+    deadline: Deadline,
     summary: Summary,
     visited: usize,
 }
@@ -93,23 +123,34 @@ impl Walker<'_, '_> {
         &mut self,
         dir: &Path,
         rel_dir: &str,
-        entries: Vec<(String, FileType)>,
+        rules: &Rules,
+        entries: Vec<(String, EntryType)>,
     ) -> ControlFlow<()> {
         for (name, file_type) in entries {
+            if always_skipped(&name, file_type) {
+                continue;
+            }
+            let rel = join_rel(rel_dir, &name);
+            let verdict = rules.verdict(&rel, file_type.is_dir());
+            if !self.summary.skipped.keep(verdict) {
+                continue;
+            }
             self.visited += 1;
             if self.visited > MAX_VISITED {
                 self.summary.stopped_early = true;
                 return ControlFlow::Break(());
             }
+            if self.visited.is_multiple_of(CLOCK_EVERY) && self.deadline.passed() {
+                self.summary.out_of_time = true;
+                return ControlFlow::Break(());
+            }
             let full = dir.join(&name);
-            let rel = if rel_dir.is_empty() {
-                name
-            } else {
-                format!("{rel_dir}/{name}")
-            };
             if file_type.is_dir() {
-                match sorted_entries(&full) {
-                    Ok(children) => self.dir(&full, &rel, children)?,
+                match read_sorted(&full) {
+                    Ok(children) => {
+                        let rules = rules.child(&full, &rel, &children);
+                        self.dir(&full, &rel, &rules, children)?
+                    }
                     Err(_) => self.summary.unreadable.push(rel),
                 }
             } else {
@@ -121,42 +162,4 @@ impl Walker<'_, '_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn walks_sorted_and_skips_git() {
-        let tmp = std::env::temp_dir().join(format!("fs-walk-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        for dir in ["b/d", ".git/objects", "a"] {
-            fs::create_dir_all(tmp.join(dir)).unwrap();
-        }
-        for file in [
-            "z.txt",
-            "b/d/x.rs",
-            "b/c.rs",
-            "a/y",
-            ".git/HEAD",
-            ".gitignore",
-        ] {
-            fs::write(tmp.join(file), "x").unwrap();
-        }
-        let mut seen = Vec::new();
-        let summary = walk_files(tmp.to_str().unwrap(), &mut |rel, full, _| {
-            assert!(full.ends_with(rel));
-            seen.push(rel.to_string());
-            ControlFlow::Continue(())
-        })
-        .unwrap();
-        assert_eq!(seen, [".gitignore", "a/y", "b/c.rs", "b/d/x.rs", "z.txt"]);
-        assert!(summary.notes().is_empty());
-        let mut first = None;
-        walk_files(tmp.to_str().unwrap(), &mut |rel, _, _| {
-            first = Some(rel.to_string());
-            ControlFlow::Break(())
-        })
-        .unwrap();
-        assert_eq!(first.as_deref(), Some(".gitignore"));
-        fs::remove_dir_all(&tmp).unwrap();
-    }
-}
+mod tests;

@@ -1,14 +1,16 @@
 //! `glob`: find files whose path matches a glob pattern.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::ops::ControlFlow;
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
 use super::read_op;
+use crate::deadline::Deadline;
 use crate::error::{ToolError, invalid, parse_args};
+use crate::file;
+use crate::rules::Filter;
 use crate::{Tool, paths, walk};
 
 /// Most paths returned.
@@ -18,7 +20,9 @@ pub const TOOL: Tool = Tool {
     name: "glob",
     description: "Find files by path pattern. Returns matching file paths (relative to the \
         workspace, ready for read_file), one per line, sorted; `.git` is skipped and \
-        symlinked directories are not followed. Patterns match the whole path below `path`: \
+        symlinked directories are not followed. Like ripgrep, skips what .gitignore, .ignore \
+        and .git/info/exclude files ignore, and hidden files and directories; the output says \
+        how many entries were skipped, and no_ignore / hidden include them. Patterns match the whole path below `path`: \
         `*` and `?` stay within one directory, `**` spans any number of directories, \
         `{a,b}` is either, `[abc]` a set. Examples: `**/*.rs`, `src/*.{rs,toml}`, \
         `**/test_*.py`. `*.rs` matches only at the top level. At most 1000 results. To \
@@ -27,7 +31,9 @@ pub const TOOL: Tool = Tool {
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Glob pattern, relative to path, e.g. \"**/*.rs\"."},
-    "path": {"type": "string", "minLength": 1, "description": "Directory to search in. Default \".\" (the workspace)."}
+    "path": {"type": "string", "minLength": 1, "description": "Directory to search in. Default \".\" (the workspace)."},
+    "no_ignore": {"type": "boolean", "description": "Also list what .gitignore, .ignore and .git/info/exclude files ignore (build output, dependencies, logs). Default false."},
+    "hidden": {"type": "boolean", "description": "Also list hidden files and directories (names starting with '.'); `.git` is never listed. Default false."}
   },
   "required": ["pattern"],
   "additionalProperties": false
@@ -43,6 +49,10 @@ struct Args {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
+    #[serde(default)]
+    no_ignore: bool,
+    #[serde(default)]
+    hidden: bool,
 }
 
 fn run(args: &str) -> Result<String, ToolError> {
@@ -55,16 +65,26 @@ fn run(args: &str) -> Result<String, ToolError> {
     let base_resolved = paths::resolve("path", base)?;
     let base = base_resolved.as_str();
     let matcher = compile(&args.pattern)?;
-    if !read_op(base, fs::metadata(base))?.is_dir() {
+    if !read_op(base, file::stat(base))?.is_dir {
         return Err(invalid(format!(
             "{base} is a file, not a directory; give the directory to search in"
         )));
     }
     let mut found = Vec::new();
     let mut capped = false;
+    let ancestors = paths::grant_ancestors(base);
+    let deadline = Deadline::from_env();
+    let options = walk::Options {
+        filter: Filter {
+            no_ignore: args.no_ignore,
+            hidden: args.hidden,
+        },
+        ancestors: &ancestors,
+        deadline,
+    };
     let summary = read_op(
         base,
-        walk::walk_files(base, &mut |rel, _, _| {
+        walk::walk_files(base, &options, &mut |rel, _, _| {
             if matcher.is_match(rel) {
                 if found.len() == MAX_RESULTS {
                     capped = true;
@@ -97,6 +117,9 @@ fn run(args: &str) -> Result<String, ToolError> {
             out,
             "[stopped after {MAX_RESULTS} files; use a more specific pattern or path]"
         );
+    }
+    if summary.out_of_time {
+        let _ = writeln!(out, "{}", deadline.note());
     }
     for note in summary.notes() {
         let _ = writeln!(out, "{note}");

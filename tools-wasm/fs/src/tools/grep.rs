@@ -1,41 +1,47 @@
 //! `grep`: search file contents with a regular expression.
 
 use std::fmt::Write as _;
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
 use std::ops::ControlFlow;
 use std::path::Path;
 
 use globset::GlobMatcher;
-use regex::{Regex, RegexBuilder};
+use grep_regex::RegexMatcher;
 use serde::Deserialize;
 
 use super::{not_regular, read_op};
+use crate::deadline::Deadline;
 use crate::error::{ToolError, invalid, parse_args};
-use crate::text::{SNIFF_LEN, cut_line};
+use crate::file::{self, Meta};
+use crate::rules::{Ancestor, Filter};
+use crate::search::{Outcome, Searcher};
+use crate::text::cut_line;
 use crate::{Tool, paths, walk};
 
 /// Matching lines are cut to this many characters.
 const MAX_LINE_CHARS: usize = 300;
-/// Bigger files are skipped.
-const MAX_FILE_BYTES: u64 = 16 << 20;
 
 pub const TOOL: Tool = Tool {
     name: "grep",
     description: "Search file contents for a regular expression (Rust regex syntax, matched \
         line by line). Returns `path:line: text` for each matching line, files in name \
-        order. Searches a directory recursively (skipping `.git`, symlinks, binary files and files \
-        over 16 MiB) or a single file of any size. Narrow it with include, a glob on file names such as \
-        \"*.rs\" or \"*.{ts,tsx}\". Stops after max_matches lines. To find files by name use \
-        glob.",
+        order. Searches a directory recursively or a single file of any size. Like ripgrep, a \
+        directory search skips what .gitignore, .ignore and .git/info/exclude files ignore \
+        (theirs and those of parent directories), hidden files and directories, `.git`, \
+        symlinks, binary files and files over 16 MiB; the output says how many entries the \
+        rules skipped, and no_ignore / hidden include them. Narrow it with include, a glob \
+        on file names such as \"*.rs\" or \"*.{ts,tsx}\". Stops after max_matches lines, \
+        and returns what it found so far if the search runs long. To find files by name \
+        use glob.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression, e.g. \"fn\\s+main\" or \"TODO|FIXME\". Escape regex characters to search literal text."},
+    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression, e.g. \"fn\\s+main\" or \"TODO|FIXME\", matched within one line (no \\n). Escape regex characters to search literal text."},
     "path": {"type": "string", "minLength": 1, "description": "File or directory to search. Default \".\" (the workspace)."},
     "include": {"type": "string", "minLength": 1, "description": "Only search files whose name matches this glob, e.g. \"*.rs\". A glob containing '/' is matched against the path relative to path instead."},
     "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
-    "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many matching lines. Default 200."}
+    "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many matching lines. Default 200."},
+    "no_ignore": {"type": "boolean", "description": "Also search what .gitignore, .ignore and .git/info/exclude files ignore (build output, dependencies, logs). Default false."},
+    "hidden": {"type": "boolean", "description": "Also search hidden files and directories (names starting with '.'); `.git` is never searched. Default false."}
   },
   "required": ["pattern"],
   "additionalProperties": false
@@ -57,6 +63,10 @@ struct Args {
     case_insensitive: bool,
     #[serde(default = "default_max")]
     max_matches: usize,
+    #[serde(default)]
+    no_ignore: bool,
+    #[serde(default)]
+    hidden: bool,
 }
 
 fn default_max() -> usize {
@@ -65,73 +75,109 @@ fn default_max() -> usize {
 
 /// The state of one search.
 struct Search {
-    regex: Regex,
+    searcher: Searcher,
+    deadline: Deadline,
     max: usize,
     out: String,
     matches: usize,
     too_big: usize,
+    out_of_time: bool,
 }
 
 impl Search {
-    /// Searches one file met in a walk; `Break` once `max` matches were found.
-    /// Files that are not regular, unreadable, too big or not text are skipped.
-    fn file(&mut self, shown: &str, full: &Path) -> ControlFlow<()> {
-        let Ok(meta) = fs::metadata(full) else {
-            return ControlFlow::Continue(());
-        };
-        if !meta.is_file() {
-            return ControlFlow::Continue(());
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            self.too_big += 1;
-            return ControlFlow::Continue(());
-        }
-        match File::open(full) {
-            Ok(file) => self
-                .lines(shown, BufReader::new(file))
-                .unwrap_or(ControlFlow::Continue(())),
-            Err(_) => ControlFlow::Continue(()),
+    fn new(regex: RegexMatcher, max: usize, deadline: Deadline) -> Search {
+        Search {
+            searcher: Searcher::new(regex),
+            deadline,
+            max,
+            out: String::new(),
+            matches: 0,
+            too_big: 0,
+            out_of_time: false,
         }
     }
 
-    /// Searches the lines of one file, streaming. `None` when the file turns
-    /// out not to be text (a NUL byte in the first 8 KiB, invalid UTF-8) or
-    /// cannot be read: then nothing of it is added to the output.
-    fn lines(&mut self, shown: &str, mut reader: impl BufRead) -> Option<ControlFlow<()>> {
-        // Committed only once the file proved to be text.
-        let (mut found, mut count) = (String::new(), 0);
-        let (mut buf, mut number, mut sniffed) = (Vec::new(), 0, 0);
-        let mut flow = ControlFlow::Continue(());
-        loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).ok()?;
-            if n == 0 {
-                break;
+    /// Searches one file met in a walk (a regular file by its directory
+    /// entry); `Break` once `max` matches were found or time is up. Files
+    /// that are unreadable, over 16 MiB or binary are skipped.
+    fn file(&mut self, shown: &str, full: &Path) -> ControlFlow<()> {
+        // The directory entry said it is a regular file: no stat needed.
+        let regular = Meta {
+            is_dir: false,
+            regular: true,
+            len: 0,
+        };
+        let Ok(mut file) = file::open(&full.to_string_lossy(), &regular) else {
+            return ControlFlow::Continue(());
+        };
+        match self.read(shown, &mut file, true) {
+            Some(Outcome::TooBig) => {
+                self.too_big += 1;
+                ControlFlow::Continue(())
             }
-            if sniffed < SNIFF_LEN && buf[..n.min(SNIFF_LEN - sniffed)].contains(&0) {
-                return None;
-            }
-            sniffed += n;
-            let line = std::str::from_utf8(&buf).ok()?;
-            let line = match line.strip_suffix('\n') {
-                Some(l) => l.strip_suffix('\r').unwrap_or(l),
-                None => line,
-            };
-            number += 1;
-            if !self.regex.is_match(line) {
-                continue;
-            }
-            if self.matches + count == self.max {
-                flow = ControlFlow::Break(());
-                break;
-            }
-            count += 1;
-            let line = cut_line(line, MAX_LINE_CHARS);
-            let _ = writeln!(found, "{shown}:{number}: {line}");
+            Some(Outcome::Searched(flow)) => flow,
+            Some(Outcome::OutOfTime) => ControlFlow::Break(()),
+            Some(Outcome::Binary) | None => ControlFlow::Continue(()),
         }
-        self.matches += count;
-        self.out.push_str(&found);
-        Some(flow)
+    }
+
+    /// Searches the directory `base` (its `ancestors` hold ignore files too),
+    /// each file that `include` admits. Fails only when `base` cannot be read.
+    fn tree(
+        &mut self,
+        base: &str,
+        filter: Filter,
+        ancestors: &[Ancestor],
+        include: Option<&GlobMatcher>,
+    ) -> std::io::Result<(ControlFlow<()>, walk::Summary)> {
+        let mut flow = ControlFlow::Continue(());
+        let options = walk::Options {
+            filter,
+            ancestors,
+            deadline: self.deadline,
+        };
+        let summary = walk::walk_files(base, &options, &mut |rel, full, file_type| {
+            // Like ripgrep: symlinks met in the walk are not followed, and
+            // special files are not opened.
+            if !file_type.is_file() || !included(include, rel) {
+                return ControlFlow::Continue(());
+            }
+            flow = self.file(&paths::display_join(base, rel), full);
+            flow
+        })?;
+        self.out_of_time |= summary.out_of_time;
+        Ok((flow, summary))
+    }
+
+    /// Searches what `reader` yields, shown as `shown`; `None` when it could
+    /// not be read. Matches are added to the output as they are found.
+    fn read(
+        &mut self,
+        shown: &str,
+        reader: &mut impl std::io::Read,
+        whole_only: bool,
+    ) -> Option<Outcome> {
+        let Search {
+            searcher,
+            deadline,
+            max,
+            out,
+            matches,
+            ..
+        } = self;
+        let outcome = searcher.search(reader, whole_only, deadline, &mut |number, line| {
+            if *matches == *max {
+                return ControlFlow::Break(());
+            }
+            *matches += 1;
+            let line = String::from_utf8_lossy(line);
+            let line = cut_line(&line, MAX_LINE_CHARS);
+            let _ = writeln!(out, "{shown}:{number}: {line}");
+            ControlFlow::Continue(())
+        });
+        let outcome = outcome.ok()?;
+        self.out_of_time |= outcome == Outcome::OutOfTime;
+        Some(outcome)
     }
 }
 
@@ -153,44 +199,46 @@ fn run(args: &str) -> Result<String, ToolError> {
         .as_deref()
         .map(super::glob::compile)
         .transpose()?;
-    let mut search = Search {
-        regex,
-        max: args.max_matches,
-        out: String::new(),
-        matches: 0,
-        too_big: 0,
-    };
-    let meta = read_op(base, fs::metadata(base))?;
+    let deadline = Deadline::from_env();
+    let mut search = Search::new(regex, args.max_matches, deadline);
+    let meta = read_op(base, file::stat(base))?;
     let mut notes = Vec::new();
-    let flow = if meta.is_dir() {
-        let mut flow = ControlFlow::Continue(());
-        let summary = read_op(
+    let flow = if meta.is_dir {
+        let filter = Filter {
+            no_ignore: args.no_ignore,
+            hidden: args.hidden,
+        };
+        let (flow, summary) = read_op(
             base,
-            walk::walk_files(base, &mut |rel, full, file_type| {
-                // Like ripgrep: symlinks met in the walk are not followed.
-                if file_type.is_symlink() || !included(include.as_ref(), rel) {
-                    return ControlFlow::Continue(());
-                }
-                flow = search.file(&paths::display_join(base, rel), full);
-                flow
-            }),
+            search.tree(
+                base,
+                filter,
+                &paths::grant_ancestors(base),
+                include.as_ref(),
+            ),
         )?;
         notes.extend(summary.notes());
         flow
-    } else if !meta.is_file() {
+    } else if !meta.regular {
         return Err(not_regular(base, TOOL.name));
     } else {
-        let file = read_op(base, File::open(base))?;
-        match search.lines(base, BufReader::new(file)) {
-            Some(flow) => flow,
-            None => return Ok(format!("{base} is a binary file; grep only searches text")),
+        let mut file = read_op(base, file::open(base, &meta))?;
+        match search.read(base, &mut file, false) {
+            Some(Outcome::Binary) => {
+                return Ok(format!("{base} is a binary file; grep only searches text"));
+            }
+            Some(Outcome::Searched(flow)) => flow,
+            _ => ControlFlow::Continue(()),
         }
     };
-    if flow.is_break() {
+    if flow.is_break() && !search.out_of_time {
         notes.push(format!(
             "[stopped after {} matches; narrow the pattern or path]",
             search.max
         ));
+    }
+    if search.out_of_time {
+        notes.push(deadline.note());
     }
     if search.too_big > 0 {
         notes.push(format!(
@@ -210,10 +258,8 @@ fn run(args: &str) -> Result<String, ToolError> {
 }
 
 /// Compiles the search regex, reporting syntax errors as invalid arguments.
-pub fn compile(pattern: &str, case_insensitive: bool) -> Result<Regex, ToolError> {
-    RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .build()
+pub fn compile(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, ToolError> {
+    crate::search::compile(pattern, case_insensitive)
         .map_err(|e| invalid(format!("invalid regex: {e}")))
 }
 
@@ -230,48 +276,75 @@ fn included(include: Option<&GlobMatcher>, rel: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn search(pattern: &str, max: usize) -> Search {
-        Search {
-            regex: compile(pattern, false).unwrap(),
-            max,
-            out: String::new(),
-            matches: 0,
-            too_big: 0,
-        }
+        let deadline = Deadline::new(Duration::from_secs(3600));
+        Search::new(compile(pattern, false).unwrap(), max, deadline)
     }
+
+    fn lines(s: &mut Search, shown: &str, text: &[u8]) -> Option<Outcome> {
+        s.read(shown, &mut &text[..], true)
+    }
+
+    const DONE: Option<Outcome> = Some(Outcome::Searched(ControlFlow::Continue(())));
 
     #[test]
     fn formats_and_caps_matches() {
         let mut s = search("fo+", 3);
-        assert!(
-            s.lines("a.rs", &b"foo\r\nbar\nxfo"[..])
-                .unwrap()
-                .is_continue()
-        );
+        assert_eq!(lines(&mut s, "a.rs", b"foo\r\nbar\nxfo"), DONE);
         assert_eq!(s.out, "a.rs:1: foo\na.rs:3: xfo\n");
-        assert!(s.lines("b.rs", &b"fo\nfo\n"[..]).unwrap().is_break());
+        let stopped = Some(Outcome::Searched(ControlFlow::Break(())));
+        assert_eq!(lines(&mut s, "b.rs", b"fo\nfo\n"), stopped);
         assert_eq!(s.matches, 3);
         assert!(s.out.ends_with("b.rs:1: fo\n"));
     }
 
     #[test]
-    fn skips_binary_files_entirely() {
+    fn skips_binary_files_and_shows_bad_utf8() {
         let mut s = search("fo", 10);
-        assert!(s.lines("bin", &b"fo\nfo\0"[..]).is_none());
-        assert!(s.lines("bad", &b"fo\n\xff\n"[..]).is_none());
+        assert_eq!(lines(&mut s, "bin", b"fo\nfo\0"), Some(Outcome::Binary));
         assert_eq!((s.out.as_str(), s.matches), ("", 0));
+        assert_eq!(lines(&mut s, "bad", b"fo \xff\n\xff\n"), DONE);
+        assert_eq!(s.out, "bad:1: fo \u{fffd}\n");
     }
 
     #[test]
     fn case_and_errors() {
-        assert!(compile("HELLO", true).unwrap().is_match("hello"));
-        assert!(!compile("HELLO", false).unwrap().is_match("hello"));
+        use grep_matcher::Matcher;
+        assert!(compile("HELLO", true).unwrap().is_match(b"hello").unwrap());
+        assert!(!compile("HELLO", false).unwrap().is_match(b"hello").unwrap());
         let Err(ToolError::InvalidArgs(msg)) = compile("a(b", false) else {
             panic!()
         };
         assert!(msg.starts_with("invalid regex:"), "{msg}");
+        // Lines are matched one at a time: a line end cannot be in a match.
+        let Err(ToolError::InvalidArgs(msg)) = compile(r"a\nb", false) else {
+            panic!()
+        };
+        assert!(msg.contains("not allowed"), "{msg}");
+    }
+
+    #[test]
+    fn stops_at_the_deadline_with_what_it_found() {
+        let dir = std::env::temp_dir().join(format!("fs-grep-deadline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..40 {
+            std::fs::write(dir.join(format!("f{i:02}")), "hit\n").unwrap();
+        }
+        let passed = Deadline::new(Duration::ZERO);
+        let mut s = Search::new(compile("hit", false).unwrap(), 1000, passed);
+        let (_, summary) = s
+            .tree(dir.to_str().unwrap(), Filter::default(), &[], None)
+            .unwrap();
+        // The clock is read every 32 entries: 31 files were searched.
+        assert!(summary.out_of_time && s.out_of_time);
+        assert_eq!(s.matches, 31);
+        assert!(s.out.ends_with("f30:1: hit\n"), "{}", s.out);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -285,3 +358,6 @@ mod tests {
         assert!(included(None, "anything"));
     }
 }
+
+#[cfg(test)]
+mod bench;

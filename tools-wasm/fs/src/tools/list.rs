@@ -3,12 +3,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::fs;
+use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::read_op;
 use crate::error::{ToolError, invalid, parse_args};
+use crate::file::{self, EntryType};
+use crate::rules::{Filter, Rules, Skipped};
 use crate::{Tool, paths, walk};
 
 /// Most entries shown in one listing.
@@ -22,14 +25,18 @@ pub const TOOL: Tool = Tool {
     description: "List a directory as an indented tree: directories first (marked with a \
         trailing /), then files, each group alphabetical; symlinks shown as `name -> target` \
         and not followed. Directories at the depth limit show how many entries they hold. \
-        `.git` is skipped. At most 1000 entries (200 per subdirectory); list a subdirectory \
+        `.git` is skipped; like ripgrep, so is what .gitignore, .ignore and .git/info/exclude \
+        files ignore, and hidden entries: the output says how many, and no_ignore / hidden \
+        include them. At most 1000 entries (200 per subdirectory); list a subdirectory \
         to see more. Use glob \
         to find files by name pattern.",
     schema: r#"{
   "type": "object",
   "properties": {
     "path": {"type": "string", "minLength": 1, "description": "Directory to list. Default \".\" (the workspace)."},
-    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How many levels to show; 1 lists only the directory's own entries. Default 2."}
+    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How many levels to show; 1 lists only the directory's own entries. Default 2."},
+    "no_ignore": {"type": "boolean", "description": "Also list what .gitignore, .ignore and .git/info/exclude files ignore (build output, dependencies, logs). Default false."},
+    "hidden": {"type": "boolean", "description": "Also list hidden files and directories (names starting with '.'); `.git` is never listed. Default false."}
   },
   "additionalProperties": false
 }"#,
@@ -45,6 +52,10 @@ struct Args {
     path: String,
     #[serde(default = "two")]
     depth: usize,
+    #[serde(default)]
+    no_ignore: bool,
+    #[serde(default)]
+    hidden: bool,
 }
 
 fn dot() -> String {
@@ -67,19 +78,32 @@ fn run(args: &str) -> Result<String, ToolError> {
     if !(1..=10).contains(&args.depth) {
         return Err(invalid("depth must be between 1 and 10"));
     }
-    if !read_op(path, fs::metadata(path))?.is_dir() {
+    if !read_op(path, file::stat(path))?.is_dir {
         return Err(invalid(format!(
             "{path} is a file, not a directory; use read_file to read it"
         )));
     }
     // Read the root here so that its errors reach the model as they are.
-    let root_entries = read_op(path, read_entries(Path::new(path)))?;
-    let (listings, truncated) = collect(Path::new(path), root_entries, args.depth);
+    let root = Path::new(path);
+    let raw = read_op(path, walk::read_sorted(root))?;
+    let filter = Filter {
+        no_ignore: args.no_ignore,
+        hidden: args.hidden,
+    };
+    let rules = Rules::root(filter, root, &raw, &paths::grant_ancestors(path));
+    let (listings, truncated, skipped) = collect(root, (raw, rules), args.depth);
     let label = match path.trim_end_matches('/') {
         "" => "/".to_string(),
         trimmed => format!("{trimmed}/"),
     };
-    Ok(render(&label, &listings, truncated))
+    let mut out = render(&label, &listings, truncated);
+    if let Some(note) = skipped.note() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&note);
+    }
+    Ok(out)
 }
 
 /// One directory entry as shown.
@@ -120,9 +144,22 @@ pub fn sort_entries(entries: &mut [Entry]) {
     });
 }
 
-fn read_entries(dir: &Path) -> std::io::Result<Vec<Entry>> {
-    let mut entries: Vec<Entry> = walk::sorted_entries(dir)?
+/// The entries of directory `dir` (at `rel` below the listed root, whose
+/// raw entries are `raw` and rules `rules`) that are shown, sorted for
+/// display; those left out are counted in `skipped`.
+fn kept_entries(
+    dir: &Path,
+    rel: &str,
+    raw: Vec<(String, EntryType)>,
+    rules: &Rules,
+    skipped: &mut Skipped,
+) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = raw
         .into_iter()
+        .filter(|(name, file_type)| {
+            !walk::always_skipped(name, *file_type)
+                && skipped.keep(rules.verdict(&child(rel, name), file_type.is_dir()))
+        })
         .map(|(name, file_type)| {
             let kind = if file_type.is_dir() {
                 Kind::Dir
@@ -136,36 +173,49 @@ fn read_entries(dir: &Path) -> std::io::Result<Vec<Entry>> {
         })
         .collect();
     sort_entries(&mut entries);
-    Ok(entries)
+    entries
 }
 
 fn child(rel: &str, name: &str) -> String {
-    if rel.is_empty() {
-        name.to_string()
-    } else {
-        format!("{rel}/{name}")
-    }
+    walk::join_rel(rel, name)
+}
+
+/// The rules of directory `dir` below one with `parent` rules, with its raw
+/// entries.
+fn read_dir(
+    dir: &Path,
+    rel: &str,
+    parent: &Rules,
+) -> io::Result<(Vec<(String, EntryType)>, Rules)> {
+    let raw = walk::read_sorted(dir)?;
+    let rules = parent.child(dir, rel, &raw);
+    Ok((raw, rules))
 }
 
 /// Reads the tree breadth first, so that the upper levels are complete when
-/// the entry budget runs out. Returns the listings and whether the budget
-/// ran out.
+/// the entry budget runs out. `root_read` is the root's raw entries and
+/// rules. Returns the listings, whether the budget ran out, and what the
+/// rules left out of the shown directories.
 fn collect(
     root: &Path,
-    root_entries: Vec<Entry>,
+    root_read: (Vec<(String, EntryType)>, Rules),
     depth: usize,
-) -> (HashMap<String, Listing>, bool) {
+) -> (HashMap<String, Listing>, bool, Skipped) {
     let mut listings = HashMap::new();
     let mut budget = MAX_ENTRIES;
     let mut truncated = false;
+    let mut skipped = Skipped::default();
     let mut queue = VecDeque::new();
-    let mut pending = Some(root_entries);
-    queue.push_back((String::new(), 0));
-    while let Some((rel, level)) = queue.pop_front() {
+    let mut pending = Some(Ok(root_read));
+    queue.push_back((String::new(), 0, Rules::default()));
+    while let Some((rel, level, parent)) = queue.pop_front() {
         let full = root.join(&rel);
         if level >= depth {
-            if let Ok(entries) = walk::sorted_entries(&full) {
-                listings.insert(rel, Listing::Count(entries.len()));
+            if let Ok((raw, rules)) = read_dir(&full, &rel, &parent) {
+                // What is inside is not shown: its skipped entries are not
+                // counted in the note.
+                let shown = kept_entries(&full, &rel, raw, &rules, &mut Skipped::default());
+                listings.insert(rel, Listing::Count(shown.len()));
             }
             continue;
         }
@@ -173,13 +223,13 @@ fn collect(
             truncated = true;
             continue;
         }
-        let read = match pending.take() {
-            Some(entries) => Ok(entries),
-            None => read_entries(&full),
-        };
+        let read = pending
+            .take()
+            .unwrap_or_else(|| read_dir(&full, &rel, &parent));
         let listing = match read {
             Err(e) => Listing::Unreadable(e.to_string()),
-            Ok(mut entries) => {
+            Ok((raw, rules)) => {
+                let mut entries = kept_entries(&full, &rel, raw, &rules, &mut skipped);
                 let total = entries.len();
                 let cap = if rel.is_empty() {
                     budget
@@ -192,14 +242,14 @@ fn collect(
                 }
                 budget -= entries.len();
                 for entry in entries.iter().filter(|e| e.kind == Kind::Dir) {
-                    queue.push_back((child(&rel, &entry.name), level + 1));
+                    queue.push_back((child(&rel, &entry.name), level + 1, rules.clone()));
                 }
                 Listing::Read { entries, total }
             }
         };
         listings.insert(rel, listing);
     }
-    (listings, truncated)
+    (listings, truncated, skipped)
 }
 
 /// Renders the tree under `label` (the root's name, ending in `/`).
@@ -261,6 +311,10 @@ mod tests {
             name: name.into(),
             kind,
         }
+    }
+
+    fn read_root(dir: &Path) -> (Vec<(String, EntryType)>, Rules) {
+        read_dir(dir, "", &Rules::root(Filter::default(), dir, &[], &[])).unwrap()
     }
 
     #[test]
@@ -337,11 +391,58 @@ mod tests {
         fs::create_dir_all(tmp.join(".git")).unwrap();
         fs::write(tmp.join("a/deep/f"), "").unwrap();
         fs::write(tmp.join("top"), "").unwrap();
-        let root = read_entries(&tmp).unwrap();
-        let (listings, truncated) = collect(&tmp, root, 2);
+        let (listings, truncated, _) = collect(&tmp, read_root(&tmp), 2);
         assert!(!truncated);
         let out = render("t/", &listings, truncated);
         assert_eq!(out, "t/\n  a/\n    deep/ (2 entries)\n  top\n");
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn leaves_out_ignored_and_hidden() {
+        let tmp = std::env::temp_dir().join(format!("fs-list-ignore-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("target/debug")).unwrap();
+        fs::create_dir_all(tmp.join("src/.cache")).unwrap();
+        fs::create_dir_all(tmp.join("docs/gen")).unwrap();
+        for (file, text) in [
+            (".gitignore", "target/\n*.log\n"),
+            ("docs/.ignore", "gen/\n"),
+            ("src/lib.rs", ""),
+            ("src/x.log", ""),
+            ("docs/gen/a", ""),
+            ("docs/gen/b.log", ""),
+            ("docs/b.log", ""),
+            ("docs/c", ""),
+        ] {
+            fs::write(tmp.join(file), text).unwrap();
+        }
+        let (listings, truncated, skipped) = collect(&tmp, read_root(&tmp), 1);
+        assert_eq!(
+            render("t/", &listings, truncated),
+            "t/\n  docs/ (1 entry)\n  src/ (1 entry)\n"
+        );
+        assert_eq!((skipped.ignored, skipped.hidden), (1, 1));
+        let (listings, truncated, skipped) = collect(&tmp, read_root(&tmp), 3);
+        assert_eq!(
+            render("t/", &listings, truncated),
+            "t/\n  docs/\n    c\n  src/\n    lib.rs\n"
+        );
+        // target, .gitignore; docs: gen, b.log, .ignore; src: x.log, .cache
+        assert_eq!((skipped.ignored, skipped.hidden), (4, 3));
+        let all = Filter {
+            no_ignore: true,
+            hidden: true,
+        };
+        let raw = walk::read_sorted(&tmp).unwrap();
+        let rules = Rules::root(all, &tmp, &raw, &[]);
+        let (listings, _, skipped) = collect(&tmp, (raw, rules), 1);
+        let out = render("t/", &listings, false);
+        assert!(
+            out.contains("  target/ (1 entry)\n") && out.contains("  .gitignore\n"),
+            "{out}"
+        );
+        assert_eq!(skipped, Skipped::default());
         fs::remove_dir_all(&tmp).unwrap();
     }
 
@@ -355,8 +456,7 @@ mod tests {
         for i in 0..MAX_PER_SUBDIR + 50 {
             fs::write(tmp.join(format!("huge/f{i:03}")), "").unwrap();
         }
-        let root = read_entries(&tmp).unwrap();
-        let (listings, truncated) = collect(&tmp, root, 2);
+        let (listings, truncated, _) = collect(&tmp, read_root(&tmp), 2);
         assert!(!truncated);
         let out = render("t/", &listings, truncated);
         assert!(out.contains("    ... 50 more entries not shown\n"), "{out}");

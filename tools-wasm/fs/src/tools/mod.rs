@@ -139,3 +139,6 @@ impl Counts {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
