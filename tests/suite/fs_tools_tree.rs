@@ -365,3 +365,40 @@ fn named_pipes_are_refused_at_once_never_waited_for() {
     let meta = std::fs::symlink_metadata(sb.ws.join("pipe")).unwrap();
     assert!(meta.file_type().is_fifo());
 }
+
+/// WASI passes names as UTF-8 strings, so an entry whose name is not valid
+/// UTF-8 cannot be handed to a tool: a walk leaves it out, names the
+/// directory it is in, and goes on with everything else.
+#[test]
+fn a_name_that_is_not_utf8_is_skipped_and_its_directory_named() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let sb = Sandbox::new();
+    host_write(&sb, "tree/a.txt", "needle a\n");
+    host_write(&sb, "tree/sub/b.txt", "needle b\n");
+    let bad = sb
+        .ws
+        .join("tree/sub")
+        .join(OsStr::from_bytes(b"bad\xff.txt"));
+    std::fs::write(&bad, "needle bad\n").unwrap();
+    let tools = sb.toolset(&[]);
+    let note = "[skipped 1 entry whose name is not valid UTF-8 (tools cannot name it), \
+                in: tree/sub/; rename it from a shell to include it]";
+
+    let out = ok(call(&tools, "list_files", json!({"path": "tree"})));
+    assert_eq!(out, format!("tree/\n  sub/\n    b.txt\n  a.txt\n{note}"));
+    let out = ok(call(&tools, "glob", json!({"pattern": "tree/**/*.txt"})));
+    assert!(out.starts_with("tree/a.txt\ntree/sub/b.txt\n"), "{out}");
+    assert!(out.ends_with(note), "{out}");
+    let out = ok(call(
+        &tools,
+        "grep",
+        json!({"pattern": "needle", "path": "tree"}),
+    ));
+    assert!(out.contains("tree/a.txt:1: needle a"), "{out}");
+    assert!(out.contains("tree/sub/b.txt:1: needle b"), "{out}");
+    assert!(!out.contains("needle bad"), "{out}");
+    assert!(out.contains(note), "{out}");
+    assert!(bad.exists(), "the file itself is left alone");
+}

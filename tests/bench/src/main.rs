@@ -219,7 +219,10 @@ fn main() {
     println!("agent overhead per turn, model excluded (50 tools, 100 messages, median)");
     let (turn, plain) = agent::overhead(50);
     let own = turn.saturating_sub(plain);
-    println!("  plain POST of the same body {:>11}   (baseline: HTTP to the mock)", us(plain));
+    println!(
+        "  plain POST of the same body {:>11}   (baseline: HTTP to the mock)",
+        us(plain)
+    );
     println!(
         "  agent turn                 {:>12}   ({:.2}x baseline; own cost {}, target <= 1 ms: {})",
         us(turn),

@@ -40,6 +40,45 @@ impl EntryType {
     }
 }
 
+/// Directories (as given to `read_dir`) holding entries whose names are
+/// not valid UTF-8, which WASI cannot pass: those entries are left out.
+/// Each call runs in a fresh instance, so this is per call.
+static BAD_NAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn note_bad_name(dir: &str) {
+    let mut bad = BAD_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    bad.push(dir.to_string());
+}
+
+/// The note for entries left out because their names are not UTF-8, if
+/// any were met since the last call (which this resets).
+pub fn bad_names_note() -> Option<String> {
+    let mut bad = BAD_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if bad.is_empty() {
+        return None;
+    }
+    let count = bad.len();
+    let mut dirs: Vec<String> = Vec::new();
+    for dir in bad.drain(..) {
+        let dir = dir.strip_prefix("./").unwrap_or(&dir).trim_end_matches('/');
+        let shown = if dir.is_empty() || dir == "." {
+            "./".to_string()
+        } else {
+            format!("{dir}/")
+        };
+        if !dirs.contains(&shown) {
+            dirs.push(shown);
+        }
+    }
+    let more = if dirs.len() > 5 { ", ..." } else { "" };
+    dirs.truncate(5);
+    Some(format!(
+        "[skipped {count} entr{} whose name is not valid UTF-8 (tools cannot name it), in: {}{more}; rename it from a shell to include it]",
+        if count == 1 { "y" } else { "ies" },
+        dirs.join(", ")
+    ))
+}
+
 /// Inside the component: `wasi:filesystem` directly. wasi-libc's `stat` asks the host twice (the
 /// metadata hash for `st_ino`), and reading through its streams costs two
 /// stream reads and a drop; its `readdir` asks for a metadata hash per entry
@@ -106,7 +145,18 @@ mod imp {
             .map_err(error)?;
         let stream = descriptor.read_directory().map_err(error)?;
         let mut entries = Vec::new();
-        while let Some(entry) = stream.read_directory_entry().map_err(error)? {
+        loop {
+            let entry = match stream.read_directory_entry() {
+                Ok(Some(entry)) => entry,
+                Ok(None) => break,
+                // The host cannot hand over a name that is not UTF-8: the
+                // entry is left out and its directory named in a note.
+                Err(ErrorCode::IllegalByteSequence) => {
+                    super::note_bad_name(path);
+                    continue;
+                }
+                Err(code) => return Err(error(code)),
+            };
             let entry_type = match entry.type_ {
                 DescriptorType::RegularFile => EntryType::File,
                 DescriptorType::Directory => EntryType::Dir,
@@ -243,7 +293,10 @@ mod imp {
             } else {
                 EntryType::Special
             };
-            entries.push((entry.file_name().to_string_lossy().into_owned(), entry_type));
+            match entry.file_name().into_string() {
+                Ok(name) => entries.push((name, entry_type)),
+                Err(_) => super::note_bad_name(path),
+            }
         }
         Ok(entries)
     }

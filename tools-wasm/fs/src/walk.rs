@@ -65,6 +65,7 @@ impl Summary {
             ));
         }
         notes.extend(self.skipped.note());
+        notes.extend(file::bad_names_note());
         notes
     }
 }

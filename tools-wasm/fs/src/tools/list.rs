@@ -97,7 +97,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         trimmed => format!("{trimmed}/"),
     };
     let mut out = render(&label, &listings, truncated);
-    if let Some(note) = skipped.note() {
+    for note in skipped.note().into_iter().chain(file::bad_names_note()) {
         if !out.ends_with('\n') {
             out.push('\n');
         }
