@@ -69,7 +69,10 @@ pub fn overhead(turns: usize) -> (Duration, Duration) {
     };
     let history: Vec<Message> = (0..100)
         .map(|i| {
-            let text = format!("message {i}: {}", "some words of an ordinary length ".repeat(6));
+            let text = format!(
+                "message {i}: {}",
+                "some words of an ordinary length ".repeat(6)
+            );
             if i % 2 == 0 {
                 Message::User { content: text }
             } else {
@@ -80,8 +83,14 @@ pub fn overhead(turns: usize) -> (Duration, Duration) {
             }
         })
         .collect();
-    let mut agent =
-        Agent::new(settings, Arc::new(Fifty), std::env::temp_dir(), None, history).unwrap();
+    let mut agent = Agent::new(
+        settings,
+        Arc::new(Fifty),
+        std::env::temp_dir(),
+        None,
+        history,
+    )
+    .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

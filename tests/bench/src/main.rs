@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use warden_tests::{Sandbox, warden_bin};
 
 mod agent;
+mod search;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -219,7 +220,10 @@ fn main() {
     println!("agent overhead per turn, model excluded (50 tools, 100 messages, median)");
     let (turn, plain) = agent::overhead(50);
     let own = turn.saturating_sub(plain);
-    println!("  plain POST of the same body {:>11}   (baseline: HTTP to the mock)", us(plain));
+    println!(
+        "  plain POST of the same body {:>11}   (baseline: HTTP to the mock)",
+        us(plain)
+    );
     println!(
         "  agent turn                 {:>12}   ({:.2}x baseline; own cost {}, target <= 1 ms: {})",
         us(turn),
@@ -231,6 +235,8 @@ fn main() {
     if argv.iter().any(|a| a == "--sandbox-only") {
         return;
     }
+    search::run();
+
     println!();
     println!("warden tools list, wall time (median)");
     let bin = warden_bin();
