@@ -114,7 +114,8 @@ fn list_files(tools: &Tools, flags: serde_json::Value) -> BTreeSet<String> {
     let mut files = BTreeSet::new();
     for line in body(&out).skip(1) {
         let depth = (line.len() - line.trim_start().len()) / 2;
-        let name = line.trim_start();
+        // A directory whose entries are all skipped shows as `name/ (empty)`.
+        let name = line.trim_start().trim_end_matches(" (empty)");
         assert!(!name.contains(" entr"), "tree cut short: {out}");
         stack.truncate(depth - 1);
         if let Some(dir) = name.strip_suffix('/') {
