@@ -10,4 +10,5 @@ mod hostile;
 mod llm_client;
 mod network;
 mod seams;
+mod search;
 mod trust;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use warden_tests::{Sandbox, warden_bin};
 
 mod agent;
+mod search;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -234,6 +235,8 @@ fn main() {
     if argv.iter().any(|a| a == "--sandbox-only") {
         return;
     }
+    search::run();
+
     println!();
     println!("warden tools list, wall time (median)");
     let bin = warden_bin();
