@@ -83,11 +83,17 @@ fn body(out: &str) -> impl Iterator<Item = &str> {
     out.lines().filter(|l| !l.is_empty() && !l.starts_with('['))
 }
 
+/// `base` arguments plus the `flags` (`no_ignore`, `hidden`).
+fn with_flags(mut base: serde_json::Value, flags: serde_json::Value) -> serde_json::Value {
+    let serde_json::Value::Object(flags) = flags else {
+        panic!("flags must be an object: {flags}");
+    };
+    base.as_object_mut().unwrap().extend(flags);
+    base
+}
+
 fn grep_files(tools: &Tools, flags: serde_json::Value) -> BTreeSet<String> {
-    let mut args = json!({"pattern": MARK, "max_matches": 2000});
-    args.as_object_mut()
-        .unwrap()
-        .extend(flags.as_object().unwrap().clone());
+    let args = with_flags(json!({"pattern": MARK, "max_matches": 2000}), flags);
     let out = ok(call(tools, "grep", args));
     body(&out)
         .map(|l| l.split(':').next().unwrap().to_string())
@@ -95,20 +101,14 @@ fn grep_files(tools: &Tools, flags: serde_json::Value) -> BTreeSet<String> {
 }
 
 fn glob_files(tools: &Tools, flags: serde_json::Value) -> BTreeSet<String> {
-    let mut args = json!({"pattern": "**/*"});
-    args.as_object_mut()
-        .unwrap()
-        .extend(flags.as_object().unwrap().clone());
+    let args = with_flags(json!({"pattern": "**/*"}), flags);
     let out = ok(call(tools, "glob", args));
     body(&out).map(str::to_string).collect()
 }
 
 /// The files of a `list_files` tree, as paths (directories left out).
 fn list_files(tools: &Tools, flags: serde_json::Value) -> BTreeSet<String> {
-    let mut args = json!({"depth": 10});
-    args.as_object_mut()
-        .unwrap()
-        .extend(flags.as_object().unwrap().clone());
+    let args = with_flags(json!({"depth": 10}), flags);
     let out = ok(call(tools, "list_files", args));
     let mut stack: Vec<String> = Vec::new();
     let mut files = BTreeSet::new();

@@ -39,6 +39,8 @@ pub struct Summary {
     pub unreadable: Vec<String>,
     /// Entries left out by ignore and hidden rules.
     pub skipped: Skipped,
+    /// The note on entries whose names are not UTF-8, if the walk met any.
+    pub bad_names: Option<String>,
 }
 
 impl Summary {
@@ -65,7 +67,7 @@ impl Summary {
             ));
         }
         notes.extend(self.skipped.note());
-        notes.extend(file::bad_names_note());
+        notes.extend(self.bad_names.clone());
         notes
     }
 }
@@ -88,6 +90,7 @@ pub fn walk_files(root: &str, options: &Options<'_>, visit: &mut Visit<'_>) -> i
         visited: 0,
     };
     let _ = walker.dir(root, "", &rules, entries);
+    walker.summary.bad_names = file::bad_names_note();
     Ok(walker.summary)
 }
 
