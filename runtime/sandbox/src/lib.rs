@@ -35,6 +35,7 @@ mod clock;
 mod engine;
 mod error;
 mod host;
+mod listing;
 mod net;
 mod outcome;
 mod schema;

@@ -1,7 +1,17 @@
 //! The WIT bindings and the exported `tool` interface: a thin adapter from
 //! the component ABI to [`crate::TOOLS`] and [`crate::call`].
 
-wit_bindgen::generate!({ path: "../../wit", world: "warden:tool/component" });
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "warden:tool/fs-component",
+    with: {
+        "wasi:filesystem/types@0.2.12": wasip2::filesystem::types,
+        "wasi:io/error@0.2.12": wasip2::io::error,
+        "wasi:io/poll@0.2.12": wasip2::io::poll,
+        "wasi:io/streams@0.2.12": wasip2::io::streams,
+        "wasi:clocks/wall-clock@0.2.12": wasip2::clocks::wall_clock,
+    },
+});
 
 use crate::ToolError;
 use exports::warden::tool::tool::{Error, Guest, Spec};

@@ -94,6 +94,7 @@ mod imp {
     };
 
     use super::{EntryType, Meta};
+    use crate::bindings::warden::tool::host_fs;
     use crate::paths;
 
     /// Metadata of `path`, following a final symlink. Asks without
@@ -132,7 +133,8 @@ mod imp {
     }
 
     /// The entries of directory `path` (following a final symlink, like
-    /// `std::fs::read_dir`), in the host's order: one host call per entry.
+    /// `std::fs::read_dir`), sorted by name: one host call for the whole
+    /// listing, typed without a `stat` per entry.
     pub fn read_dir(path: &str) -> io::Result<Vec<(String, EntryType)>> {
         let (dir, rel) = preopen(path)?;
         let descriptor = dir
@@ -143,6 +145,30 @@ mod imp {
                 DescriptorFlags::READ,
             )
             .map_err(error)?;
+        let listing = match host_fs::list_dir(&descriptor) {
+            Ok(listing) => listing,
+            Err(ErrorCode::Unsupported) => return read_dir_by_entry(path, &descriptor),
+            Err(code) => return Err(error(code)),
+        };
+        for _ in 0..listing.bad_names {
+            super::note_bad_name(path);
+        }
+        Ok(listing
+            .entries
+            .into_iter()
+            .map(|e| {
+                let t = entry_type(&descriptor, e.type_, &e.name);
+                (e.name, t)
+            })
+            .collect())
+    }
+
+    /// `read_dir` through WASI's `read-directory`, one host call per entry,
+    /// where the host has no listing call.
+    fn read_dir_by_entry(
+        path: &str,
+        descriptor: &Descriptor,
+    ) -> io::Result<Vec<(String, EntryType)>> {
         let stream = descriptor.read_directory().map_err(error)?;
         let mut entries = Vec::new();
         loop {
@@ -157,25 +183,28 @@ mod imp {
                 }
                 Err(code) => return Err(error(code)),
             };
-            let entry_type = match entry.type_ {
-                DescriptorType::RegularFile => EntryType::File,
-                DescriptorType::Directory => EntryType::Dir,
-                DescriptorType::SymbolicLink => EntryType::Symlink,
-                DescriptorType::Unknown => {
-                    match descriptor.stat_at(PathFlags::empty(), &entry.name) {
-                        Ok(stat) if stat.type_ == DescriptorType::RegularFile => EntryType::File,
-                        Ok(stat) if stat.type_ == DescriptorType::Directory => EntryType::Dir,
-                        Ok(stat) if stat.type_ == DescriptorType::SymbolicLink => {
-                            EntryType::Symlink
-                        }
-                        _ => EntryType::Special,
-                    }
-                }
-                _ => EntryType::Special,
-            };
+            let entry_type = entry_type(descriptor, entry.type_, &entry.name);
             entries.push((entry.name, entry_type));
         }
         Ok(entries)
+    }
+
+    /// What an entry is; asks the host only when the listing did not say
+    /// (some file systems), without following a symlink.
+    fn entry_type(dir: &Descriptor, t: DescriptorType, name: &str) -> EntryType {
+        let t = match t {
+            DescriptorType::Unknown => match dir.stat_at(PathFlags::empty(), name) {
+                Ok(stat) => stat.type_,
+                Err(_) => DescriptorType::Unknown,
+            },
+            t => t,
+        };
+        match t {
+            DescriptorType::RegularFile => EntryType::File,
+            DescriptorType::Directory => EntryType::Dir,
+            DescriptorType::SymbolicLink => EntryType::Symlink,
+            _ => EntryType::Special,
+        }
     }
 
     fn preopen(path: &str) -> io::Result<(&'static Descriptor, &str)> {
