@@ -4,6 +4,7 @@ mod cache;
 mod cli;
 mod dropin;
 mod escapes;
+mod extras;
 mod fs_tools;
 mod fs_tools_tree;
 mod hostile;

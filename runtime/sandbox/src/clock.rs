@@ -42,6 +42,11 @@ impl CallClock {
         self.deadline
     }
 
+    /// How long the call may run in all.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.deadline - self.origin
+    }
+
     fn now_ns(&self) -> u64 {
         u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }

@@ -1,4 +1,8 @@
-//! `warden:tool/host-fs`: a directory's entries in one call, typed from the
+//! The host extras (`warden:tool/host-extras`).
+//!
+//! `call`: the call's time limit, so a long search can stop in time.
+//!
+//! `host-fs`: a directory's entries in one call, typed from the
 //! listing (`d_type`) instead of a `stat` per entry as WASI's
 //! `read-directory` does. It works on a directory handle the guest already
 //! holds, as WASI's `read-directory` does, so it grants nothing new: no
@@ -22,12 +26,29 @@ mod bindings {
     });
 }
 
+use crate::clock::CallClock;
+use bindings::warden::tool::call;
 use bindings::warden::tool::host_fs::{self, DirEntry, Listing};
 use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorType, ErrorCode};
 
-/// Adds `warden:tool/host-fs` to the linker.
-pub(crate) fn add_host_fs(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    host_fs::add_to_linker::<CallState, Tables>(linker, |state| TableRef(&mut state.table))
+/// Adds `warden:tool/host-fs` and `warden:tool/call` to the linker.
+pub(crate) fn add_host_extras(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    host_fs::add_to_linker::<CallState, Tables>(linker, |state| TableRef(&mut state.table))?;
+    call::add_to_linker::<CallState, Clock>(linker, |state| ClockRef(&state.clock))
+}
+
+struct Clock;
+
+impl HasData for Clock {
+    type Data<'a> = ClockRef<'a>;
+}
+
+pub(crate) struct ClockRef<'a>(&'a CallClock);
+
+impl call::Host for ClockRef<'_> {
+    fn time_limit(&mut self) -> u64 {
+        u64::try_from(self.0.timeout().as_nanos()).unwrap_or(u64::MAX)
+    }
 }
 
 struct Tables;

@@ -1,0 +1,84 @@
+//! Probes the host extras (`warden:tool/host-extras`) for warden's
+//! integration tests: what `call.time-limit` says, and what `host-fs.list-dir`
+//! answers for a handle the guest holds. Never shipped.
+
+wit_bindgen::generate!({
+    path: "../../../wit",
+    world: "warden:tool/fs-component",
+    with: {
+        "wasi:filesystem/types@0.2.12": wasip2::filesystem::types,
+        "wasi:io/error@0.2.12": wasip2::io::error,
+        "wasi:io/poll@0.2.12": wasip2::io::poll,
+        "wasi:io/streams@0.2.12": wasip2::io::streams,
+        "wasi:clocks/wall-clock@0.2.12": wasip2::clocks::wall_clock,
+    },
+});
+
+use exports::warden::tool::tool::{Error, Guest, Spec};
+use serde_json::Value;
+use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+
+const NO_ARGS: &str = r#"{"type":"object","additionalProperties":false}"#;
+const LIST_ARGS: &str = r#"{"type":"object","properties":{"path":{"type":"string"},"file":{"type":"boolean"}},"additionalProperties":false}"#;
+
+struct Component;
+
+impl Guest for Component {
+    fn describe() -> Vec<Spec> {
+        [
+            ("probe_time_limit", "Returns the call's time limit in nanoseconds."),
+            (
+                "probe_list_dir",
+                "Lists `path` (relative to the first preopen, `.` by default) with host-fs list-dir: one `type name` line per entry, then `bad-names N`; opens it as a file when `file` is true.",
+            ),
+        ]
+        .iter()
+        .map(|(name, description)| Spec {
+            name: name.to_string(),
+            description: description.to_string(),
+            parameters: if *name == "probe_list_dir" { LIST_ARGS } else { NO_ARGS }.into(),
+            aliases: vec![],
+            mutates: false,
+        })
+        .collect()
+    }
+
+    fn call(name: String, args: String) -> Result<String, Error> {
+        let args: Value =
+            serde_json::from_str(&args).map_err(|e| Error::InvalidArgs(e.to_string()))?;
+        match name.as_str() {
+            "probe_time_limit" => Ok(warden::tool::call::time_limit().to_string()),
+            "probe_list_dir" => {
+                let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+                let as_file = args.get("file").and_then(Value::as_bool).unwrap_or(false);
+                let dirs = wasip2::filesystem::preopens::get_directories();
+                let (root, _) = dirs
+                    .first()
+                    .ok_or_else(|| Error::Failed("no preopen".into()))?;
+                let flags = if as_file {
+                    OpenFlags::empty()
+                } else {
+                    OpenFlags::DIRECTORY
+                };
+                let d = root
+                    .open_at(PathFlags::empty(), path, flags, DescriptorFlags::READ)
+                    .map_err(|e| Error::Failed(format!("open: {e:?}")))?;
+                match warden::tool::host_fs::list_dir(&d) {
+                    Ok(listing) => {
+                        let mut out: Vec<String> = listing
+                            .entries
+                            .iter()
+                            .map(|e| format!("{:?} {}", e.type_, e.name))
+                            .collect();
+                        out.push(format!("bad-names {}", listing.bad_names));
+                        Ok(out.join("\n"))
+                    }
+                    Err(e) => Err(Error::Failed(format!("list-dir: {e:?}"))),
+                }
+            }
+            _ => Err(Error::NotFound(format!("no tool {name}"))),
+        }
+    }
+}
+
+export!(Component);

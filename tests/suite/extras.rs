@@ -1,0 +1,68 @@
+//! The host extras (`warden:tool/host-extras`) grant nothing: `list-dir`
+//! lists only a directory handle the tool already holds and never follows a
+//! link, and `time-limit` says the tool's own timeout.
+
+use warden_tests::{Sandbox, err, guests, ok};
+
+fn extras(policy: &str) -> (Sandbox, warden_tests::Tools) {
+    let sb = Sandbox::new();
+    sb.policy(policy);
+    let tools = sb.toolset(&[guests::EXTRAS]);
+    (sb, tools)
+}
+
+#[test]
+fn time_limit_is_the_tools_own_timeout() {
+    let (_sb, tools) = extras("[tools.probe_time_limit]\ntimeout = \"1500ms\"\n");
+    assert_eq!(ok(tools.call("probe_time_limit", "{}")), "1500000000");
+    let (_sb, tools) = extras("[tools.probe_time_limit]\ntimeout = \"2m\"\n");
+    assert_eq!(ok(tools.call("probe_time_limit", "{}")), "120000000000");
+}
+
+#[test]
+fn list_dir_types_entries_without_following_links_out_of_the_grant() {
+    let (sb, tools) = extras("[tools.probe_list_dir]\nread = [\".\"]\n");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("secret_dir")).unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "s").unwrap();
+    std::fs::create_dir(sb.ws.join("sub")).unwrap();
+    std::fs::write(sb.ws.join("b.txt"), "b").unwrap();
+    std::fs::write(sb.ws.join("a.txt"), "a").unwrap();
+    std::os::unix::fs::symlink(outside.path(), sb.ws.join("link_out")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), sb.ws.join("file_out")).unwrap();
+
+    let out = ok(tools.call("probe_list_dir", "{}"));
+    let lines: Vec<&str> = out.lines().collect();
+    // Name order; links reported as links.
+    let expected_prefix = [
+        "DescriptorType::RegularFile a.txt",
+        "DescriptorType::RegularFile b.txt",
+        "DescriptorType::SymbolicLink file_out",
+        "DescriptorType::SymbolicLink link_out",
+        "DescriptorType::Directory sub",
+    ];
+    for want in expected_prefix {
+        assert!(lines.contains(&want), "{want} missing from:\n{out}");
+    }
+    assert_eq!(lines.last(), Some(&"bad-names 0"), "{out}");
+    let names: Vec<&str> = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| l.split_once(' ').unwrap().1)
+        .collect();
+    assert!(names.is_sorted(), "not in name order:\n{out}");
+    assert!(!out.contains("secret"), "{out}");
+
+    // Listing through the link: opening it is refused by the sandbox before
+    // list-dir is ever reached.
+    let e = err(tools.call("probe_list_dir", r#"{"path":"link_out"}"#));
+    assert!(!e.message.contains("secret"), "{}", e.message);
+    assert!(e.message.contains("open:"), "{}", e.message);
+
+    // A file handle is not a directory.
+    let e = err(tools.call("probe_list_dir", r#"{"path":"a.txt","file":true}"#));
+    assert!(
+        e.message.contains("list-dir:") && e.message.contains("not-directory"),
+        "{}",
+        e.message
+    );
+}
