@@ -11,4 +11,5 @@ mod llm_client;
 mod network;
 mod seams;
 mod search;
+mod sessions;
 mod trust;
