@@ -131,12 +131,15 @@ fn the_models_tools_cannot_see_or_change_session_files() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let outputs = tool_outputs(&bodies(&mock)[1]);
     assert_eq!(outputs.len(), 5);
-    for out in &outputs {
+    // grep found nothing (its answer repeats the pattern, nothing more).
+    assert!(outputs[0].starts_with("no matches for"), "{}", outputs[0]);
+    for out in &outputs[1..] {
         assert!(!out.contains(marker), "a tool saw the transcript: {out}");
-        assert!(!out.contains(".jsonl"), "a tool saw a session file: {out}");
     }
-    // The grep ran and found nothing; the others were refused.
+    // The listing ran and shows no session file; the others were refused
+    // (their errors name the path they were given, nothing from it).
     assert!(!outputs[1].starts_with("error"), "{}", outputs[1]);
+    assert!(!outputs[1].contains(".jsonl"), "{}", outputs[1]);
     for out in &outputs[2..] {
         assert!(out.starts_with("error"), "{out}");
     }
