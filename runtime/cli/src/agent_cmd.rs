@@ -108,9 +108,8 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         protocol: settings.protocol.as_str().to_string(),
     })?;
     let journal = Arc::new(Journal::new(ws.folders.undo(&ws.root)?, session.id()));
-    let runner = Arc::new(
-        SandboxRunner::new(tools, mode, Box::new(approver)).with_journal(journal.clone()),
-    );
+    let runner =
+        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver)).with_journal(journal.clone()));
     let agent = Agent::new(
         settings,
         runner.clone(),
@@ -285,7 +284,11 @@ pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result
     for p in &done.problems {
         eprintln!("not restored: {p}");
     }
-    Ok(if done.problems.is_empty() { 0 } else { EXIT_FAILED })
+    Ok(if done.problems.is_empty() {
+        0
+    } else {
+        EXIT_FAILED
+    })
 }
 
 /// What a resumed chat picks up: turns so far and the last thing asked.
@@ -302,7 +305,11 @@ fn recap(records: &[Record]) -> String {
     let Some(last) = asked.last() else {
         return "resuming with an empty conversation (it was cleared or never started)".into();
     };
-    let line = last.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = last
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     format!(
         "resuming {} message(s), {} tokens so far; last asked: «{}»",
         conversation.len(),

@@ -110,7 +110,10 @@ fn render(records: &[Record]) -> String {
     for r in records {
         match r {
             Record::Start {
-                ts, model, base_url, ..
+                ts,
+                model,
+                base_url,
+                ..
             } => {
                 let _ = writeln!(
                     s,
@@ -254,7 +257,10 @@ mod tests {
         ];
         let text = render(&records);
         assert!(!text.contains('\x1b'), "{text}");
-        assert!(text.contains("── user · t1\nfix \\x1b[31mit\nplease\n"), "{text}");
+        assert!(
+            text.contains("── user · t1\nfix \\x1b[31mit\nplease\n"),
+            "{text}"
+        );
         assert!(text.contains("  → read_file {\"path\":\"a\"}\n"), "{text}");
         assert!(text.contains("── read_file ok · t3 · 4 ms\n1\n"), "{text}");
         assert!(text.contains("20\n… 5 more line(s)\n"), "{text}");

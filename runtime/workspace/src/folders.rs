@@ -120,7 +120,10 @@ impl Folders {
     /// The sessions of the workspace at `root` (canonical), in a folder
     /// named by a hash of its path.
     pub fn sessions(&self, root: &Path) -> Result<StateDir, Error> {
-        Self::open(&self.state, &format!("warden/sessions/{}", workspace_id(root)))
+        Self::open(
+            &self.state,
+            &format!("warden/sessions/{}", workspace_id(root)),
+        )
     }
 
     /// The undo snapshots of the workspace at `root` (canonical).

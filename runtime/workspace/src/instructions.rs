@@ -148,7 +148,7 @@ mod tests {
         std::fs::remove_file(ws.path().join("AGENTS.md")).unwrap();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
-            &ws.path().join("AGENTS.md"),
+            ws.path().join("AGENTS.md"),
             Mode::from_raw_mode(0o600),
         )
         .unwrap();

@@ -154,7 +154,10 @@ impl Journal {
     pub fn before(&self, tool: &BoundTool, args: &Value) {
         let name = &tool.info().spec.name;
         let mut turn = self.lock();
-        let id = turn.id.get_or_insert_with(|| turn_id(&self.session)).clone();
+        let id = turn
+            .id
+            .get_or_insert_with(|| turn_id(&self.session))
+            .clone();
         let Some(paths) = touched(tool, args) else {
             let note = format!("changes made by `{name}` are not tracked and cannot be undone");
             if !turn.manifest.notes.contains(&note) {

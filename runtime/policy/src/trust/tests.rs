@@ -453,11 +453,15 @@ fn diff_instructions_added_changed_removed() {
     };
     assert_eq!(
         lines(&diff(&none, &with("a"))),
-        ["+ AGENTS.md sha256:aaaaaaaa…: its text goes into the model's instructions; read it before trusting"]
+        [
+            "+ AGENTS.md sha256:aaaaaaaa…: its text goes into the model's instructions; read it before trusting"
+        ]
     );
     assert_eq!(
         lines(&diff(&with("a"), &with("b"))),
-        ["~ AGENTS.md sha256:aaaaaaaa… → sha256:bbbbbbbb…: its text goes into the model's instructions; read it before trusting"]
+        [
+            "~ AGENTS.md sha256:aaaaaaaa… → sha256:bbbbbbbb…: its text goes into the model's instructions; read it before trusting"
+        ]
     );
     assert_eq!(lines(&diff(&with("a"), &none)), ["- AGENTS.md"]);
     assert!(diff(&with("a"), &with("a")).is_empty());

@@ -5,8 +5,8 @@
 
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -127,9 +127,7 @@ fn capture(
 ) -> io::Result<Before> {
     *count += 1;
     if *count > TREE_CAP {
-        return Err(io::Error::other(format!(
-            "more than {TREE_CAP} entries"
-        )));
+        return Err(io::Error::other(format!("more than {TREE_CAP} entries")));
     }
     let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => st,
@@ -202,9 +200,7 @@ fn capture(
             }
             Ok(Before::Dir { mode, entries })
         }
-        _ => Err(io::Error::other(
-            "not a regular file, symlink or directory",
-        )),
+        _ => Err(io::Error::other("not a regular file, symlink or directory")),
     }
 }
 
@@ -290,11 +286,7 @@ fn put(
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(*mode))?;
             std::fs::File::from(fd).write_all(&bytes)
         }
-        Before::Link { target } => Ok(rustix::fs::symlinkat(
-            OsStr::from_bytes(target),
-            dir,
-            name,
-        )?),
+        Before::Link { target } => Ok(rustix::fs::symlinkat(OsStr::from_bytes(target), dir, name)?),
         Before::Dir { mode, entries } => {
             rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o700))?;
             let fd = rustix::fs::openat(
