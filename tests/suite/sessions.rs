@@ -411,3 +411,44 @@ fn undo_restores_the_files_the_last_turn_changed_byte_for_byte() {
     // Snapshots live in the state folder, not in the workspace.
     assert!(!sb.ws.join(".warden").exists());
 }
+
+#[test]
+fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"changed in chat"}"#,
+        )]),
+        answer("Written."),
+    ]);
+    let r = warden_chat(&sb, &mock, &["--yes"], "change hello\n/undo\n/undo\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("changed: hello.txt (`warden undo` puts them back)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("restored as before the last turn of session")
+            && r.stderr.contains(": hello.txt\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+
+    let again = MockLlm::start(vec![answer("x")]);
+    assert_eq!(warden_run(&sb, &again, &["another"]).code, 0);
+    assert_eq!(session_files(&sb).len(), 2);
+    let r = run(sb.warden().args(["sessions", "rm", "--all"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("removed 2 session(s)"), "{}", r.stderr);
+    assert!(session_files(&sb).is_empty());
+}
