@@ -12,4 +12,5 @@ mod llm_client;
 mod network;
 mod seams;
 mod search;
+mod sessions;
 mod trust;

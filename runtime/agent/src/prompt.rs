@@ -31,3 +31,15 @@ pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool)
     }
     p
 }
+
+/// Appends instructions files (`(source, text)`) to a system prompt, each
+/// under a header naming where it came from.
+pub fn add_instructions(prompt: &mut String, instructions: &[(String, String)]) {
+    for (source, text) in instructions {
+        prompt.push_str(&format!(
+            "\n\nInstructions from {source} (follow them where they do not conflict with the \
+             rules above):\n{}",
+            text.trim_end()
+        ));
+    }
+}

@@ -56,6 +56,9 @@ pub enum Record {
     Usage { ts: String, usage: Usage },
     /// A failure worth keeping (API error, interrupted turn).
     Error { ts: String, message: String },
+    /// The user cleared the conversation (`/clear`): a resumed session
+    /// continues from here, without what came before.
+    Clear { ts: String },
     /// The session ended (user quit, task done, error).
     End { ts: String, reason: String },
 }
@@ -69,6 +72,7 @@ impl Record {
             | Record::ToolResult { ts, .. }
             | Record::Usage { ts, .. }
             | Record::Error { ts, .. }
+            | Record::Clear { ts }
             | Record::End { ts, .. } => ts,
         }
     }
@@ -105,6 +109,10 @@ pub struct Summary {
     pub title: String,
     /// Number of message records.
     pub messages: usize,
+    /// Number of user messages (tasks and chat lines).
+    pub turns: usize,
+    /// Token counts summed over every model response.
+    pub usage: Usage,
     /// The transcript file.
     pub path: PathBuf,
 }
@@ -227,6 +235,11 @@ impl SessionStore {
         Ok(out)
     }
 
+    /// The id of the most recently updated transcript, if any.
+    pub fn latest(&self) -> io::Result<Option<String>> {
+        Ok(self.list()?.into_iter().next().map(|s| s.id))
+    }
+
     fn path_of(&self, id: &str) -> PathBuf {
         self.dir.path().join(file_name(id))
     }
@@ -299,9 +312,27 @@ fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), Sessi
     Ok((records, valid))
 }
 
-/// The conversation to resume: the message records, in order.
+/// The conversation to resume: the message records after the last
+/// [`Record::Clear`], in order.
 pub fn messages(records: &[Record]) -> Vec<Message> {
-    messages_iter(records).cloned().collect()
+    let after_clear = records
+        .iter()
+        .rposition(|r| matches!(r, Record::Clear { .. }))
+        .map_or(0, |i| i + 1);
+    messages_iter(&records[after_clear..]).cloned().collect()
+}
+
+/// Token counts summed over the usage records.
+pub fn total_usage(records: &[Record]) -> Usage {
+    let mut total = Usage::default();
+    for r in records {
+        if let Record::Usage { usage, .. } = r {
+            total.prompt_tokens += usage.prompt_tokens;
+            total.completion_tokens += usage.completion_tokens;
+            total.total_tokens += usage.total_tokens;
+        }
+    }
+    total
 }
 
 fn summary(id: String, path: PathBuf, records: &[Record]) -> Summary {
@@ -316,6 +347,10 @@ fn summary(id: String, path: PathBuf, records: &[Record]) -> Summary {
         updated: ts(records.last()),
         title: title.map(title_of).unwrap_or_default(),
         messages: messages_iter(records).count(),
+        turns: messages_iter(records)
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count(),
+        usage: total_usage(records),
         path,
     }
 }

@@ -1,7 +1,6 @@
 //! `warden run`, `warden chat`, `warden sessions`: the agent on the terminal.
 
-use std::io::{IsTerminal, Read, Write};
-use std::path::Path;
+use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -9,13 +8,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use warden_agent::session::{self, Record};
 use warden_agent::settings::{self, Overrides, Protocol};
-use warden_agent::{Agent, AgentError};
+use warden_agent::{Agent, AgentError, Message, Usage};
 
 use warden_policy::{inert, inert_text};
-use warden_workspace::{ApprovalMode, SandboxRunner, Workspace};
+use warden_workspace::{ApprovalMode, Journal, SandboxRunner, TurnChanges, Workspace};
 
 use crate::approval::Approver;
-use crate::args::ModelFlags;
+use crate::args::{ModelFlags, SessionFlags};
 use crate::events::Renderer;
 
 /// Exit code of a task that failed (API error, turn limit).
@@ -28,8 +27,39 @@ pub const EXIT_CANCELLED: u8 = 130;
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
+/// The session a command continues: `--resume ID`, `--continue` (the last
+/// one here), or none.
+fn session_to_resume(ws: &Workspace, flags: &SessionFlags) -> anyhow::Result<Option<String>> {
+    if let Some(id) = &flags.resume {
+        return Ok(Some(id.clone()));
+    }
+    if !flags.last {
+        return Ok(None);
+    }
+    match ws.sessions()?.latest()? {
+        Some(id) => Ok(Some(id)),
+        None => bail!(ConfigError(
+            "no session to continue in this workspace yet: start one with `warden run \"...\"` \
+             or `warden chat`"
+                .into()
+        )),
+    }
+}
+
+/// A ready agent and what the front-end keeps beside it.
+pub struct Built {
+    pub agent: Agent,
+    /// The records of a resumed transcript as they were before this start.
+    pub records: Vec<Record>,
+    /// What each turn changed, for undo.
+    pub journal: Arc<Journal>,
+    /// The tools (also the agent's), for `/undo`.
+    pub runner: Arc<SandboxRunner>,
+}
+
 /// Builds the agent: settings, tools, transcript (new or resumed).
-pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<Agent> {
+pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow::Result<Built> {
+    let resume = session_to_resume(ws, which)?;
     let mode = ApprovalMode::parse(ws.policy.approval());
     let approver = Approver::new(flags.yes);
     let user_cfg = warden_policy::load_user_config(&ws.folders.config_file())
@@ -60,11 +90,8 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
         );
     }
     let store = ws.sessions()?;
-    let (mut session, history) = match resume {
-        Some(id) => {
-            let (s, records) = store.open(id).map_err(|e| ConfigError(e.to_string()))?;
-            (s, session::messages(&records))
-        }
+    let (mut session, records) = match resume.as_deref() {
+        Some(id) => store.open(id).map_err(|e| ConfigError(e.to_string()))?,
         None => (
             store
                 .create()
@@ -72,6 +99,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
             Vec::new(),
         ),
     };
+    let history = session::messages(&records);
     session.append(&Record::Start {
         ts: session::now(),
         model: settings.client.model.clone(),
@@ -79,14 +107,28 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
         workspace: ws.root.display().to_string(),
         protocol: settings.protocol.as_str().to_string(),
     })?;
+    let journal = Arc::new(Journal::new(ws.folders.undo(&ws.root)?, session.id()));
+    let runner =
+        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver)).with_journal(journal.clone()));
     let agent = Agent::new(
         settings,
-        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver))),
+        runner.clone(),
         ws.root.clone(),
         Some(session),
         history,
-    )?;
-    Ok(agent)
+    )?
+    .with_instructions(
+        ws.instructions
+            .iter()
+            .map(|i| (i.source.clone(), i.prompt_text()))
+            .collect(),
+    );
+    Ok(Built {
+        agent,
+        records,
+        journal,
+        runner,
+    })
 }
 
 /// Runs one send with Ctrl-C cancelling it.
@@ -117,7 +159,7 @@ pub fn run(
     task: Option<String>,
     json: bool,
     flags: &ModelFlags,
-    resume: Option<&str>,
+    which: &SessionFlags,
 ) -> anyhow::Result<u8> {
     let task = match task.filter(|t| t != "-") {
         Some(t) => t,
@@ -137,7 +179,9 @@ pub fn run(
     if task.trim().is_empty() {
         bail!(ConfigError("the task is empty".into()));
     }
-    let mut agent = build(ws, flags, resume)?;
+    let Built {
+        mut agent, journal, ..
+    } = build(ws, flags, which)?;
     let session_id = agent
         .session()
         .map(|s| s.id().to_string())
@@ -145,6 +189,7 @@ pub fn run(
     let rt = tokio::runtime::Runtime::new()?;
     let mut r = Renderer::new(json);
     let result = send(&rt, &mut agent, &mut r, &task);
+    let changes = journal.end_turn();
     let reason = match &result {
         Ok(_) => "answered".to_string(),
         Err(e) => e.to_string(),
@@ -154,7 +199,10 @@ pub fn run(
     match result {
         Ok(answer) => {
             if json {
-                r.emit(json!({"type": "final", "text": answer, "session": session_id}));
+                r.emit(json!({
+                    "type": "final", "text": answer, "session": session_id,
+                    "usage": usage_json(&r.usage), "changed": changes.changed,
+                }));
             } else {
                 if r.streamed == 0 {
                     print!("{}", inert_text(&answer));
@@ -162,6 +210,8 @@ pub fn run(
                 if !answer.ends_with('\n') {
                     println!();
                 }
+                report_changes(&changes);
+                report_usage(&r.usage);
             }
             Ok(0)
         }
@@ -172,7 +222,12 @@ pub fn run(
                 EXIT_FAILED
             };
             if json {
-                r.emit(json!({"type": "error", "message": e.to_string(), "session": session_id}));
+                r.emit(json!({
+                    "type": "error", "message": e.to_string(), "session": session_id,
+                    "changed": changes.changed,
+                }));
+            } else {
+                report_changes(&changes);
             }
             eprintln!("error: {}", inert(&e.to_string()));
             eprintln!(
@@ -183,9 +238,94 @@ pub fn run(
     }
 }
 
+/// Token counts as `--json` shows them.
+pub fn usage_json(u: &Usage) -> serde_json::Value {
+    json!({"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens})
+}
+
+/// One stderr line with the tokens used, when the server reported any.
+fn report_usage(u: &Usage) {
+    if u.total_tokens > 0 || u.prompt_tokens > 0 {
+        eprintln!(
+            "tokens: {} in, {} out",
+            u.prompt_tokens, u.completion_tokens
+        );
+    }
+}
+
+/// The files a turn changed, and what undo could not keep, on stderr.
+fn report_changes(c: &TurnChanges) {
+    if !c.changed.is_empty() {
+        let shown: Vec<String> = c.changed.iter().map(|p| inert(p).into_owned()).collect();
+        eprintln!(
+            "changed: {} (`warden undo` puts them back)",
+            shown.join(", ")
+        );
+    }
+    for n in &c.notes {
+        eprintln!("note: {}", inert(n));
+    }
+}
+
+/// `warden undo` and `/undo`: puts back what the last turn changed.
+pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result<u8> {
+    let dir = ws.folders.undo(&ws.root)?;
+    let Some(done) = warden_workspace::undo::undo_last(&dir, tools)? else {
+        eprintln!("nothing to undo in this workspace");
+        return Ok(0);
+    };
+    if !done.restored.is_empty() {
+        eprintln!(
+            "restored as before the last turn of session {}: {}",
+            done.session,
+            done.restored.join(", ")
+        );
+    }
+    for p in &done.problems {
+        eprintln!("not restored: {p}");
+    }
+    Ok(if done.problems.is_empty() {
+        0
+    } else {
+        EXIT_FAILED
+    })
+}
+
+/// What a resumed chat picks up: turns so far and the last thing asked.
+fn recap(records: &[Record]) -> String {
+    let summary = session::total_usage(records);
+    let conversation = session::messages(records);
+    let asked: Vec<&str> = conversation
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    let Some(last) = asked.last() else {
+        return "resuming with an empty conversation (it was cleared or never started)".into();
+    };
+    let line = last
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    format!(
+        "resuming {} message(s), {} tokens so far; last asked: «{}»",
+        conversation.len(),
+        summary.total_tokens,
+        crate::sessions_cmd::one_line(line, 70)
+    )
+}
+
 /// `warden chat`.
-pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<u8> {
-    let mut agent = build(ws, flags, resume)?;
+pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow::Result<u8> {
+    let Built {
+        mut agent,
+        records,
+        journal,
+        runner,
+    } = build(ws, flags, which)?;
     let rt = tokio::runtime::Runtime::new()?;
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
     let history = ws.folders.history().ok().map(|d| d.path().join("history"));
@@ -197,8 +337,12 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
         .map(|s| s.id().to_string())
         .unwrap_or_default();
     eprintln!(
-        "warden chat — session {id}. /tools, /clear, /exit; Ctrl-C cancels a turn, Ctrl-D quits."
+        "warden chat — session {id}. /tools, /clear, /undo, /exit; Ctrl-C cancels a turn, \
+         Ctrl-D quits."
     );
+    if !records.is_empty() {
+        eprintln!("{}", recap(&records));
+    }
     let mut r = Renderer::new(false);
     loop {
         let line = match rl.readline("› ") {
@@ -215,8 +359,10 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
         match text {
             "/exit" | "/quit" => break,
             "/clear" => {
-                agent.clear();
-                eprintln!("conversation cleared (the transcript keeps it)");
+                match agent.clear() {
+                    Ok(()) => eprintln!("conversation cleared (the transcript keeps it)"),
+                    Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+                }
                 continue;
             }
             "/tools" => {
@@ -234,8 +380,17 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
                 }
                 continue;
             }
+            "/undo" => {
+                if let Err(e) = undo(ws, runner.toolset()) {
+                    eprintln!("error: {}", inert(&format!("{e:#}")));
+                }
+                continue;
+            }
             "/help" => {
-                eprintln!("/tools  list tools · /clear  forget the conversation · /exit  quit");
+                eprintln!(
+                    "/tools  list tools · /clear  forget the conversation · /undo  put back what \
+                     the last turn changed · /exit  quit"
+                );
                 continue;
             }
             t if t.starts_with('/') => {
@@ -244,7 +399,10 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
             }
             _ => {}
         }
-        match send(&rt, &mut agent, &mut r, text) {
+        r.usage = Usage::default();
+        let result = send(&rt, &mut agent, &mut r, text);
+        let changes = journal.end_turn();
+        match result {
             Ok(answer) => {
                 if r.streamed == 0 {
                     print!("{}", inert_text(&answer));
@@ -254,48 +412,16 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
             Err(AgentError::Cancelled) => eprintln!("\ncancelled; the conversation is kept"),
             Err(e) => eprintln!("error: {}", inert(&e.to_string())),
         }
+        report_changes(&changes);
+        report_usage(&r.usage);
     }
     if let Some(h) = &history {
         let _ = rl.save_history(h);
     }
+    // The transcript is complete without this line; losing it loses nothing.
+    let _ = agent.finish("the user quit");
+    eprintln!(
+        "session {id} saved: `warden chat --resume {id}` (or `warden chat --continue`) picks it up"
+    );
     Ok(0)
-}
-
-/// `warden sessions`.
-pub fn sessions(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
-    let store = ws.sessions()?;
-    let list = store.list()?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        let v: Vec<_> = list
-            .iter()
-            .map(|s| json!({"id": s.id, "started": s.started, "updated": s.updated, "title": s.title, "messages": s.messages, "path": s.path}))
-            .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-        return Ok(0);
-    }
-    if list.is_empty() {
-        writeln!(out, "no sessions yet in {}", display(store.dir()))?;
-        return Ok(0);
-    }
-    let mut rows = vec![vec![
-        "ID".to_string(),
-        "UPDATED".into(),
-        "MESSAGES".into(),
-        "TITLE".into(),
-    ]];
-    for s in &list {
-        rows.push(vec![
-            s.id.clone(),
-            s.updated.clone(),
-            s.messages.to_string(),
-            inert(&s.title).into_owned(),
-        ]);
-    }
-    out.write_all(crate::render::table(&rows).as_bytes())?;
-    Ok(0)
-}
-
-fn display(p: &Path) -> String {
-    p.display().to_string()
 }

@@ -29,26 +29,29 @@ pub enum Command {
         /// Print one JSON event per line instead of text.
         #[arg(long)]
         json: bool,
-        /// Continue a session (see `warden sessions`).
-        #[arg(long, value_name = "ID")]
-        resume: Option<String>,
+        #[command(flatten)]
+        session: SessionFlags,
         #[command(flatten)]
         model: ModelFlags,
     },
     /// Talk with the model interactively.
     Chat {
-        /// Continue a session (see `warden sessions`).
-        #[arg(long, value_name = "ID")]
-        resume: Option<String>,
+        #[command(flatten)]
+        session: SessionFlags,
         #[command(flatten)]
         model: ModelFlags,
     },
-    /// List recorded sessions, newest first.
+    /// List recorded sessions, newest first; show or remove one.
+    #[command(args_conflicts_with_subcommands = true)]
     Sessions {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(subcommand)]
+        command: Option<SessionsCommand>,
     },
+    /// Put back the files the last turn changed (run again to go further back).
+    Undo,
     /// Show what warden.toml and .warden/tools would grant, compared with
     /// what was last accepted, and accept it.
     Trust {
@@ -62,6 +65,35 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Print a session's transcript, readable.
+    Show {
+        /// Session id (see `warden sessions`).
+        id: String,
+    },
+    /// Delete recorded sessions.
+    Rm {
+        /// Session ids.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        ids: Vec<String>,
+        /// Delete every session of this workspace.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// Which session a task continues.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SessionFlags {
+    /// Continue a session (see `warden sessions`).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Continue the last session of this workspace.
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    pub last: bool,
 }
 
 #[derive(Debug, Subcommand)]

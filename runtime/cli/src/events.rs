@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use serde_json::json;
-use warden_agent::Event;
+use warden_agent::{Event, Usage};
 use warden_policy::{inert, inert_text};
 
 use crate::style::{Spinner, paint, stderr_is_fancy};
@@ -16,6 +16,8 @@ pub struct Renderer {
     spinner: Option<Spinner>,
     /// Bytes of answer text printed since the last model call.
     pub streamed: usize,
+    /// Tokens reported since the caller last reset it.
+    pub usage: Usage,
     at_line_start: bool,
 }
 
@@ -26,6 +28,7 @@ impl Renderer {
             fancy: stderr_is_fancy(),
             spinner: None,
             streamed: 0,
+            usage: Usage::default(),
             at_line_start: true,
         }
     }
@@ -137,6 +140,9 @@ impl Renderer {
                 eprintln!("{line}");
             }
             Event::Usage(u) => {
+                self.usage.prompt_tokens += u.prompt_tokens;
+                self.usage.completion_tokens += u.completion_tokens;
+                self.usage.total_tokens += u.total_tokens;
                 if self.json {
                     self.emit(json!({"type": "usage", "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}));
                 }

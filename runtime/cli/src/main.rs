@@ -6,6 +6,7 @@ mod args;
 mod events;
 mod policy_cmd;
 mod render;
+mod sessions_cmd;
 mod style;
 mod tools_cmd;
 mod trust_cmd;
@@ -64,11 +65,15 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Run {
             task,
             json,
-            resume,
+            session,
             model,
-        } => agent_cmd::run(&ws, task, json, &model, resume.as_deref()),
-        args::Command::Chat { resume, model } => agent_cmd::chat(&ws, &model, resume.as_deref()),
-        args::Command::Sessions { json } => agent_cmd::sessions(&ws, json),
+        } => agent_cmd::run(&ws, task, json, &model, &session),
+        args::Command::Chat { session, model } => agent_cmd::chat(&ws, &model, &session),
+        args::Command::Sessions { json, command } => sessions_cmd::run(&ws, json, command),
+        args::Command::Undo => {
+            let tools = ws.toolset(Some(render::compiling()))?;
+            agent_cmd::undo(&ws, &tools)
+        }
         args::Command::Trust { .. } => unreachable!("handled above"),
     }
 }

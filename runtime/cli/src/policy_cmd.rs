@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use serde_json::json;
-use warden_policy::{Capability, inert};
+use warden_policy::{Capability, inert, inert_text};
 
 use warden_workspace::Workspace;
 
@@ -20,6 +20,9 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             "policy_present": ws.policy.is_present(),
             "tools": list,
             "warnings": tools.warnings(),
+            "instructions": ws.instructions.iter().map(|i| json!({
+                "source": i.source, "bytes": i.bytes.len(), "prompt_text": i.prompt_text(),
+            })).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(0);
@@ -65,6 +68,17 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             writeln!(out, "  {:<9} {shown}", format!("{kind}:"))?;
         }
         writeln!(out, "  limits:   {}", g.limits)?;
+    }
+    for i in &ws.instructions {
+        writeln!(
+            out,
+            "\ninstructions from {} ({} bytes), in the system prompt:",
+            inert(&i.source),
+            i.bytes.len()
+        )?;
+        for line in i.prompt_text().lines() {
+            writeln!(out, "  {}", inert_text(line))?;
+        }
     }
     drop(out);
     render::warnings(&tools);

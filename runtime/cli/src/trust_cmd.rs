@@ -105,9 +105,11 @@ pub fn ask_on_start(dir: Option<&Path>, folders: &Folders) -> anyhow::Result<()>
     // Files as trusted, or nothing to trust: no question, and no component
     // has to be loaded to know it.
     let hashes = ws.drop_in_hashes();
+    let trusted_instructions = trusted.as_ref().and_then(|t| t.instructions_hash.clone());
     if decide(trusted.as_ref(), ws.policy_text.as_deref(), &hashes)
         .notices
         .is_empty()
+        && trusted_instructions == ws.instructions_hash()
     {
         return Ok(());
     }

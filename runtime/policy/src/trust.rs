@@ -45,6 +45,10 @@ pub struct TrustState {
     /// e.g. when a granted directory becomes a symlink elsewhere: only what
     /// is recorded here is ever granted.
     pub tools: BTreeMap<String, ToolRecord>,
+    /// SHA-256 (hex) of the workspace's `AGENTS.md`, which goes into the
+    /// model's instructions; `None` when there is none (or none accepted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_hash: Option<String>,
 }
 
 /// One accepted drop-in component.

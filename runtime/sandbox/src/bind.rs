@@ -24,6 +24,9 @@ pub(crate) struct Prepared {
     pub(crate) allow: Arc<NetworkAllow>,
     /// The workspace, when granted: the guest's initial working directory.
     pub(crate) initial_cwd: Option<String>,
+    /// The opened granted directories by host path, kept so that the host
+    /// can reach files through the same handles as the tool (undo).
+    pub(crate) dirs: Vec<(std::path::PathBuf, dir::Handle)>,
 }
 
 /// Prepares the calls of a tool with `grants`. Each granted directory is
@@ -37,7 +40,7 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
     // blocking operation is interrupted by the watchdog at the deadline.
     // Must be set before the preopens, which capture it.
     b.allow_blocking_current_thread(true);
-    let mut opened: Vec<(&Path, dir::Handle)> = Vec::new();
+    let mut opened: Vec<(std::path::PathBuf, dir::Handle)> = Vec::new();
     for m in &mounts {
         if !opened.iter().any(|(p, _)| *p == m.host) {
             let handle = dir::open(&m.host).map_err(|e| {
@@ -46,7 +49,7 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
                     warden_policy::inert(&m.host.display().to_string())
                 )
             })?;
-            opened.push((&m.host, handle));
+            opened.push((m.host.clone(), handle));
         }
         let (_, handle) = opened
             .iter()
@@ -76,6 +79,7 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
         env,
         allow: Arc::new(NetworkAllow::new(grants.hosts())),
         initial_cwd,
+        dirs: opened,
     })
 }
 
@@ -91,7 +95,7 @@ mod dir {
     /// An open directory, reachable by wasmtime-wasi through its
     /// `/proc/self/fd` link (which leads to the open directory itself, not
     /// to whatever its path names now).
-    pub(super) struct Handle {
+    pub(crate) struct Handle {
         _fd: OwnedFd,
         link: PathBuf,
     }
@@ -99,6 +103,11 @@ mod dir {
     impl Handle {
         pub(super) fn path(&self) -> &Path {
             &self.link
+        }
+
+        /// The `O_PATH` descriptor of the directory.
+        pub(crate) fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+            Some(std::os::fd::AsFd::as_fd(&self._fd))
         }
     }
 
@@ -127,11 +136,15 @@ mod dir {
 mod dir {
     use std::path::{Path, PathBuf};
 
-    pub(super) struct Handle(PathBuf);
+    pub(crate) struct Handle(PathBuf);
 
     impl Handle {
         pub(super) fn path(&self) -> &Path {
             &self.0
+        }
+
+        pub(crate) fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+            None
         }
     }
 

@@ -66,6 +66,17 @@ impl BoundTool {
         &self.prepared.mounts
     }
 
+    /// The handle of the granted directory at `host` (a mount's host
+    /// path), opened when the tool was bound: the host reaches the tool's
+    /// files through it, never by path. `None` off Linux.
+    pub fn dir_fd(&self, host: &std::path::Path) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.prepared
+            .dirs
+            .iter()
+            .find(|(p, _)| p == host)
+            .and_then(|(_, h)| h.fd())
+    }
+
     /// Parses call arguments (one JSON object; empty means `{}`); the error
     /// says how to call correctly.
     pub fn parse_args(&self, args: &str) -> Result<Value, ToolError> {

@@ -120,8 +120,15 @@ impl Folders {
     /// The sessions of the workspace at `root` (canonical), in a folder
     /// named by a hash of its path.
     pub fn sessions(&self, root: &Path) -> Result<StateDir, Error> {
-        let id = &warden_policy::sha256_hex(root.as_os_str().as_encoded_bytes())[..16];
-        Self::open(&self.state, &format!("warden/sessions/{id}"))
+        Self::open(
+            &self.state,
+            &format!("warden/sessions/{}", workspace_id(root)),
+        )
+    }
+
+    /// The undo snapshots of the workspace at `root` (canonical).
+    pub fn undo(&self, root: &Path) -> Result<StateDir, Error> {
+        Self::open(&self.state, &format!("warden/undo/{}", workspace_id(root)))
     }
 
     /// The chat line history file's folder.
@@ -163,6 +170,12 @@ impl Folders {
     pub fn user_tools(&self) -> PathBuf {
         self.data.join("warden/tools")
     }
+}
+
+/// A workspace's folder name under `sessions/` and `undo/`: a hash of its
+/// canonical path.
+fn workspace_id(root: &Path) -> String {
+    warden_policy::sha256_hex(root.as_os_str().as_encoded_bytes())[..16].to_string()
 }
 
 fn key_error(e: io::Error) -> Error {

@@ -9,14 +9,18 @@
 //! [`Approve`]). The command-line interface only renders and asks.
 
 mod folders;
+pub mod instructions;
 pub mod manifest;
 mod runner;
 mod toolset;
+pub mod undo;
 mod workspace;
 
 pub use folders::Folders;
+pub use instructions::{INSTRUCTIONS_FILE, Instructions};
 pub use runner::{ApprovalMode, ApprovalRequest, Approve, SandboxRunner, Verdict};
 pub use toolset::{Entry, Toolset};
+pub use undo::{Journal, TurnChanges, Undone};
 pub use workspace::{WORKSPACE_TOOLS, Workspace};
 
 /// Why a workspace cannot be opened. Every one is a configuration problem

@@ -8,7 +8,10 @@ use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner};
 use warden_policy::Grants;
 use warden_sandbox::{BoundTool, CallControl, CallOutcome, Mount};
 
+use std::sync::Arc;
+
 use crate::toolset::Toolset;
+use crate::undo::Journal;
 
 /// When calls are put to the user (`approval` in warden.toml).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,7 @@ pub struct SandboxRunner {
     tools: Toolset,
     mode: ApprovalMode,
     approver: Box<dyn Approve>,
+    journal: Option<Arc<Journal>>,
 }
 
 impl std::fmt::Debug for SandboxRunner {
@@ -92,7 +96,15 @@ impl SandboxRunner {
             tools,
             mode,
             approver,
+            journal: None,
         }
+    }
+
+    /// Snapshots what each call that changes files will touch into
+    /// `journal`, for undo, and records what changed.
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> SandboxRunner {
+        self.journal = Some(journal);
+        self
     }
 
     /// The toolset.
@@ -146,7 +158,17 @@ impl SandboxRunner {
             let control = control.clone();
             move || control.cancel()
         });
+        let journal = self
+            .journal
+            .as_ref()
+            .filter(|_| tool.info().spec.mutates || tool.grants().needs_approval());
+        if let Some(j) = journal {
+            j.before(tool, &args);
+        }
         let outcome = tool.call(&args, &control);
+        if let Some(j) = journal {
+            j.after(tool, &args, outcome.result.is_ok());
+        }
         result_of(outcome, Some(args))
     }
 }

@@ -19,6 +19,7 @@ use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost};
 
 use crate::Error;
 use crate::folders::Folders;
+use crate::instructions::{self, INSTRUCTIONS_FILE, Instructions};
 use crate::manifest::builtin_sources;
 use crate::toolset::{Pins, Toolset};
 
@@ -49,6 +50,11 @@ pub struct Workspace {
     pub policy_text: Option<String>,
     /// What differs from the trusted state, for the user (one line each).
     pub notices: Vec<String>,
+    /// Instructions for the system prompt: the user's own file, then the
+    /// workspace's `AGENTS.md` as far as it is trusted.
+    pub instructions: Vec<Instructions>,
+    /// The workspace's `AGENTS.md` as it is now, trusted or not.
+    agents_md: Option<Instructions>,
     mode: Mode,
     drop_ins: Vec<ComponentSource>,
     drop_in_problems: Vec<LoadProblem>,
@@ -101,12 +107,35 @@ impl Workspace {
         let policy_text = read_policy(&root)?;
         let (drop_ins, drop_in_problems) =
             ComponentSource::from_dir(&root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
+        let mut notices = Vec::new();
+        let mut instructions = Vec::new();
+        let user_file = folders.config.join("warden").join(INSTRUCTIONS_FILE);
+        match instructions::read_user(&user_file) {
+            Ok(Some(bytes)) => instructions.push(Instructions {
+                source: user_file.display().to_string(),
+                bytes,
+            }),
+            Ok(None) => {}
+            Err(e) => notices.push(format!("{} is not used: {e}", user_file.display())),
+        }
+        let agents_md = match instructions::read_workspace(&root) {
+            Ok(bytes) => bytes.map(|bytes| Instructions {
+                source: INSTRUCTIONS_FILE.to_string(),
+                bytes,
+            }),
+            Err(e) => {
+                notices.push(format!("{INSTRUCTIONS_FILE} is not used: {e}"));
+                None
+            }
+        };
         Ok(Workspace {
             policy: Policy::defaults(&root),
             root,
             folders,
             policy_text,
-            notices: Vec::new(),
+            notices,
+            instructions,
+            agents_md,
             mode,
             drop_ins,
             drop_in_problems,
@@ -127,10 +156,24 @@ impl Workspace {
             &ws.drop_in_hashes(),
         );
         let path = ws.root.join(POLICY_FILE);
+        ws.notices.splice(0..0, decision.notices);
+        if let Some(file) = ws.agents_md.clone() {
+            let trust = "review and accept with `warden trust`";
+            match &trusted {
+                Some(t) if t.instructions_hash == Some(file.hash()) => ws.instructions.push(file),
+                Some(_) => ws.notices.push(format!(
+                    "{INSTRUCTIONS_FILE} is new or changed since you trusted this workspace: not \
+                     giving it to the model; {trust}"
+                )),
+                None => ws.notices.push(format!(
+                    "this workspace is not trusted: not giving {INSTRUCTIONS_FILE} to the model; \
+                     {trust}"
+                )),
+            }
+        }
         if let Some(text) = &decision.use_policy_text {
             ws.policy = Policy::parse(text, &path, &ws.root).map_err(Error::Policy)?;
         }
-        ws.notices = decision.notices;
         // An untrusted file is not applied, but its mistakes are worth knowing now.
         if let Some(text) = ws
             .policy_text
@@ -158,6 +201,7 @@ impl Workspace {
                 Policy::parse(text, &ws.root.join(POLICY_FILE), &ws.root).map_err(Error::Policy)?;
         }
         ws.allowed = ws.drop_in_hashes().into_keys().collect();
+        ws.instructions.extend(ws.agents_md.clone());
         Ok(ws)
     }
 
@@ -169,6 +213,8 @@ impl Workspace {
             policy: Policy::defaults(&self.root),
             policy_text: None,
             notices: Vec::new(),
+            instructions: Vec::new(),
+            agents_md: None,
             mode: Mode::SafeDefaults,
             drop_ins: Vec::new(),
             drop_in_problems: Vec::new(),
@@ -196,6 +242,11 @@ impl Workspace {
     /// This workspace's sessions, kept in the user's state folder.
     pub fn sessions(&self) -> Result<SessionStore, Error> {
         Ok(SessionStore::new(self.folders.sessions(&self.root)?))
+    }
+
+    /// SHA-256 of the workspace's `AGENTS.md` as it is now, if any.
+    pub fn instructions_hash(&self) -> Option<String> {
+        self.agents_md.as_ref().map(Instructions::hash)
     }
 
     /// Every drop-in file name with its SHA-256, trusted or not.
@@ -268,6 +319,9 @@ impl Workspace {
                 .clone()
                 .filter(|_| self.mode != Mode::SafeDefaults),
             components,
+            instructions_hash: self
+                .instructions_hash()
+                .filter(|_| self.mode != Mode::SafeDefaults),
             tools: tools
                 .entries()
                 .iter()

@@ -28,6 +28,7 @@ pub struct Agent {
     history: Vec<Message>,
     session: Option<Session>,
     next_text_id: u64,
+    instructions: Vec<(String, String)>,
 }
 
 impl Agent {
@@ -53,6 +54,7 @@ impl Agent {
             history: Vec::new(),
             session,
             next_text_id: 1,
+            instructions: Vec::new(),
         };
         agent.history.push(agent.system_message());
         agent.history.extend(
@@ -63,10 +65,18 @@ impl Agent {
         Ok(agent)
     }
 
+    /// Adds instructions to the system prompt: `(source, text)` pairs such
+    /// as a project's `AGENTS.md`, in order.
+    pub fn with_instructions(mut self, instructions: Vec<(String, String)>) -> Agent {
+        self.instructions = instructions;
+        self.history[0] = self.system_message();
+        self
+    }
+
     fn system_message(&self) -> Message {
-        Message::System {
-            content: prompt::system_prompt(&self.workspace, &self.specs, self.text_mode),
-        }
+        let mut content = prompt::system_prompt(&self.workspace, &self.specs, self.text_mode);
+        prompt::add_instructions(&mut content, &self.instructions);
+        Message::System { content }
     }
 
     /// The conversation so far.
@@ -92,9 +102,12 @@ impl Agent {
         })
     }
 
-    /// Forgets the conversation (the transcript keeps it).
-    pub fn clear(&mut self) {
+    /// Forgets the conversation. The transcript keeps it, with a
+    /// [`Record::Clear`] so that a resumed session starts after it.
+    pub fn clear(&mut self) -> Result<(), AgentError> {
+        self.record(Record::Clear { ts: now() })?;
         self.history.truncate(1);
+        Ok(())
     }
 
     fn record(&mut self, record: Record) -> Result<(), AgentError> {

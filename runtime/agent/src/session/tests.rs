@@ -78,6 +78,7 @@ fn every_kind() -> Vec<Record> {
             ts: "t7".into(),
             message: "HTTP 503".into(),
         },
+        Record::Clear { ts: "t7b".into() },
         Record::End {
             ts: "t8".into(),
             reason: "done".into(),
@@ -113,7 +114,9 @@ fn round_trip_every_record_kind() {
     let (reopened, read) = store.open(session.id()).unwrap();
     assert_eq!(read, records);
     assert_eq!(reopened.path(), session.path());
-    let conversation = messages(&read);
+    // Everything was cleared at the end: nothing to resend.
+    assert!(messages(&read).is_empty());
+    let conversation = messages(&read[..read.len() - 2]);
     assert_eq!(conversation.len(), 4);
     assert_eq!(
         conversation[1],
@@ -121,6 +124,62 @@ fn round_trip_every_record_kind() {
             content: "read the manifest".into()
         }
     );
+}
+
+#[test]
+fn a_resumed_session_continues_after_the_last_clear() {
+    let records = vec![
+        start("t0"),
+        user("t1", "first"),
+        Record::Clear { ts: "t2".into() },
+        user("t3", "second"),
+        Record::Clear { ts: "t4".into() },
+        user("t5", "third"),
+    ];
+    assert_eq!(
+        messages(&records),
+        vec![Message::User {
+            content: "third".into()
+        }]
+    );
+}
+
+#[test]
+fn summaries_count_turns_and_sum_usage_and_latest_is_the_newest() {
+    let (_tmp, store) = store();
+    assert_eq!(store.latest().unwrap(), None);
+    let usage = |p, c| Record::Usage {
+        ts: "t".into(),
+        usage: Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: p + c,
+        },
+    };
+    let mut s = store.create().unwrap();
+    write_all(
+        &mut s,
+        &[
+            start("2026-01-01T10:00:00.000Z"),
+            user("2026-01-01T10:00:01.000Z", "one"),
+            usage(100, 7),
+            user("2026-01-01T10:00:02.000Z", "two"),
+            usage(150, 3),
+        ],
+    );
+    let mut older = store.create().unwrap();
+    write_all(&mut older, &[start("2025-01-01T10:00:00.000Z")]);
+    let list = store.list().unwrap();
+    assert_eq!((list[0].id.as_str(), list[0].turns), (s.id(), 2));
+    assert_eq!(
+        list[0].usage,
+        Usage {
+            prompt_tokens: 250,
+            completion_tokens: 10,
+            total_tokens: 260
+        }
+    );
+    assert_eq!(store.latest().unwrap().as_deref(), Some(s.id()));
 }
 
 #[test]

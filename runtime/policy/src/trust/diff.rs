@@ -81,6 +81,13 @@ pub enum Change {
         /// Current SHA-256 hex; `None` when there is no file.
         to: Option<String>,
     },
+    /// `AGENTS.md` appeared, changed or went: its text steers the model.
+    InstructionsChanged {
+        /// Trusted SHA-256 hex; `None` when there was none.
+        from: Option<String>,
+        /// Current SHA-256 hex; `None` when there is none.
+        to: Option<String>,
+    },
 }
 
 /// Every line is safe to print: paths and file names from the workspace
@@ -127,9 +134,28 @@ impl fmt::Display for Change {
                 ),
                 (None, None) => write!(f, "~ {POLICY_FILE}"),
             },
+            Change::InstructionsChanged { from, to } => match (from, to) {
+                (Some(from), Some(to)) => write!(
+                    f,
+                    "~ {INSTRUCTIONS} sha256:{} → sha256:{}: its text goes into the model's \
+                     instructions; read it before trusting",
+                    short(from),
+                    short(to)
+                ),
+                (_, Some(to)) => write!(
+                    f,
+                    "+ {INSTRUCTIONS} sha256:{}: its text goes into the model's instructions; \
+                     read it before trusting",
+                    short(to)
+                ),
+                (_, None) => write!(f, "- {INSTRUCTIONS}"),
+            },
         }
     }
 }
+
+/// The project instructions file, as the diff names it.
+const INSTRUCTIONS: &str = "AGENTS.md";
 
 /// Enough of a hash to recognize it; the full one is in the record.
 fn short(hash: &str) -> String {
@@ -179,6 +205,12 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
         out.push(Change::PolicyChanged {
             from: trusted.policy_hash.clone(),
             to: current.policy_hash.clone(),
+        });
+    }
+    if trusted.instructions_hash != current.instructions_hash {
+        out.push(Change::InstructionsChanged {
+            from: trusted.instructions_hash.clone(),
+            to: current.instructions_hash.clone(),
         });
     }
     let files: BTreeSet<&String> = trusted

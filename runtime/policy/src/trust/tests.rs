@@ -16,6 +16,7 @@ fn state_with(policy: Option<&str>, components: &[(&str, &str)]) -> TrustState {
             })
             .collect(),
         tools: BTreeMap::new(),
+        instructions_hash: None,
     }
 }
 
@@ -441,4 +442,30 @@ fn diff_origin_change_is_a_new_tool() {
         lines(&diff(&before, &after))[1],
         "+ tool read_file (drop-in): no access"
     );
+}
+
+#[test]
+fn diff_instructions_added_changed_removed() {
+    let none = state_with(None, &[]);
+    let with = |h: &str| TrustState {
+        instructions_hash: Some(h.repeat(64)),
+        ..state_with(None, &[])
+    };
+    assert_eq!(
+        lines(&diff(&none, &with("a"))),
+        [
+            "+ AGENTS.md sha256:aaaaaaaa…: its text goes into the model's instructions; read it before trusting"
+        ]
+    );
+    assert_eq!(
+        lines(&diff(&with("a"), &with("b"))),
+        [
+            "~ AGENTS.md sha256:aaaaaaaa… → sha256:bbbbbbbb…: its text goes into the model's instructions; read it before trusting"
+        ]
+    );
+    assert_eq!(lines(&diff(&with("a"), &none)), ["- AGENTS.md"]);
+    assert!(diff(&with("a"), &with("a")).is_empty());
+    // A record written before the field existed reads as "no AGENTS.md".
+    let old: TrustState = serde_json::from_str(r#"{"policy_hash":null}"#).unwrap();
+    assert_eq!(old.instructions_hash, None);
 }
