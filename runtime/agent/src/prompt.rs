@@ -31,3 +31,64 @@ pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool)
     }
     p
 }
+
+/// Keywords of an argument schema that only validation needs: the host
+/// checks every call against the full schema and tells the model what was
+/// wrong, so they are left out of what the model reads, which keeps the
+/// first request short for small local models.
+const VALIDATION_ONLY: [&str; 5] = [
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "additionalProperties",
+];
+
+/// The schema as offered to the model: without [`VALIDATION_ONLY`]
+/// keywords, at any depth.
+pub fn schema_for_model(schema: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, v)| {
+                    !(VALIDATION_ONLY.contains(&k.as_str()) && !v.is_object())
+                })
+                .map(|(k, v)| (k.clone(), schema_for_model(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(schema_for_model).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::schema_for_model;
+
+    #[test]
+    fn validation_keywords_are_left_out() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 10},
+                "minimum": {"type": "integer"},
+            },
+            "additionalProperties": false,
+        });
+        assert_eq!(
+            schema_for_model(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File."},
+                    "limit": {"type": "integer"},
+                    "minimum": {"type": "integer"},
+                },
+            })
+        );
+    }
+}

@@ -47,12 +47,23 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
         no_stream: flags.no_stream,
         protocol,
         max_turns: flags.max_turns,
+        tools: flags.tools.clone(),
     };
     let mut settings = settings::resolve(&user_cfg.model, ws.policy.model(), &env, &overrides)
         .map_err(|e| ConfigError(e.to_string()))?;
     settings::backoff_from_env(&env, &mut settings.client);
     let tools = ws.toolset(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
+    if let Some(offered) = &settings.tools {
+        let enabled: Vec<&str> = tools.enabled().map(|t| t.info().spec.name.as_str()).collect();
+        if let Some(unknown) = offered.iter().find(|n| !enabled.contains(&n.as_str())) {
+            bail!(ConfigError(format!(
+                "`{}` in the tools to offer is not an enabled tool; enabled tools: {}",
+                inert(unknown),
+                enabled.join(", ")
+            )));
+        }
+    }
     if !approver.can_approve() && tools.enabled().any(|t| mode.asks(t.grants())) {
         eprintln!(
             "note: no terminal and no --yes: calls that need approval (writes, network) will be \
@@ -145,6 +156,11 @@ pub fn run(
     let rt = tokio::runtime::Runtime::new()?;
     let mut r = Renderer::new(json);
     let result = send(&rt, &mut agent, &mut r, &task);
+    let (usage, calls) = r.take_usage();
+    let usage_json = json!({"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total_tokens, "model_calls": calls});
+    if !json && let Some(line) = Renderer::usage_line(&usage, calls) {
+        eprintln!("{line}");
+    }
     let reason = match &result {
         Ok(_) => "answered".to_string(),
         Err(e) => e.to_string(),
@@ -154,7 +170,7 @@ pub fn run(
     match result {
         Ok(answer) => {
             if json {
-                r.emit(json!({"type": "final", "text": answer, "session": session_id}));
+                r.emit(json!({"type": "final", "text": answer, "session": session_id, "usage": usage_json}));
             } else {
                 if r.streamed == 0 {
                     print!("{}", inert_text(&answer));
@@ -172,7 +188,7 @@ pub fn run(
                 EXIT_FAILED
             };
             if json {
-                r.emit(json!({"type": "error", "message": e.to_string(), "session": session_id}));
+                r.emit(json!({"type": "error", "message": e.to_string(), "session": session_id, "usage": usage_json}));
             }
             eprintln!("error: {}", inert(&e.to_string()));
             eprintln!(
@@ -234,8 +250,19 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
                 }
                 continue;
             }
+            "/compact" => {
+                let cancel = CancellationToken::new();
+                match rt.block_on(agent.compact_now(&cancel, &mut |e| r.on(e))) {
+                    Ok(()) => eprintln!("conversation compacted (the transcript keeps it whole)"),
+                    Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+                }
+                continue;
+            }
             "/help" => {
-                eprintln!("/tools  list tools · /clear  forget the conversation · /exit  quit");
+                eprintln!(
+                    "/tools  list tools · /compact  shorten older turns · /clear  forget the \
+                     conversation · /exit  quit"
+                );
                 continue;
             }
             t if t.starts_with('/') => {
@@ -253,6 +280,10 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
             }
             Err(AgentError::Cancelled) => eprintln!("\ncancelled; the conversation is kept"),
             Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+        }
+        let (usage, calls) = r.take_usage();
+        if let Some(line) = Renderer::usage_line(&usage, calls) {
+            eprintln!("{line}");
         }
     }
     if let Some(h) = &history {
