@@ -530,6 +530,11 @@ async fn rejected_tools_are_not_retried() {
         },
         Reply::Status {
             status: 400,
+            body: json!({ "error": { "message": "temperature must be at most 2" } }).to_string(),
+            retry_after: None,
+        },
+        Reply::Status {
+            status: 400,
             body: json!({ "error": { "message": "maximum context length exceeded" } }).to_string(),
             retry_after: None,
         },
@@ -559,6 +564,14 @@ async fn rejected_tools_are_not_retried() {
         "{err:?}"
     );
     assert_eq!(mock.requests().len(), 2);
+    // A prompt over the context window is named as such, not retried.
+    let (result, _) = complete(&c, &hello(), &[read_file_tool()]).await;
+    let err = result.expect_err("too long");
+    assert!(
+        matches!(&err, ClientError::ContextOverflow { status: 400, .. }),
+        "{err:?}"
+    );
+    assert_eq!(mock.requests().len(), 3);
     assert_valid_bodies(&mock);
 }
 
@@ -691,8 +704,10 @@ fn check_chat_body_rejects_broken_conversations() {
         ),
         (body(json!([user, tool("a")])), "answers no call"),
         (
-            body(json!([user, { "role": "assistant", "tool_calls": [{ "id": "a", "type": "function",
-                "function": { "name": "f", "arguments": "{\"path\": \"x\", \"offset\":" } }] }, tool("a")])),
+            body(
+                json!([user, { "role": "assistant", "tool_calls": [{ "id": "a", "type": "function",
+                "function": { "name": "f", "arguments": "{\"path\": \"x\", \"offset\":" } }] }, tool("a")]),
+            ),
             "not a JSON object",
         ),
         (

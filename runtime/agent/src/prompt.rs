@@ -5,25 +5,21 @@ use std::path::Path;
 use crate::AgentTool;
 use crate::textproto;
 
-/// Builds the system prompt.
+/// Builds the system prompt. Under native tool calling the tools are listed
+/// by the request itself; the text protocol lists them here.
 pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool) -> String {
-    let names: Vec<&str> = tools.iter().map(|t| t.def.name.as_str()).collect();
     let mut p = format!(
         "You are warden, an agent that completes tasks in the workspace {ws} using tools.\n\
-         - Tools: {names}.\n\
-         - Relative paths resolve inside the workspace. Everything outside the directories \
-         granted to a tool does not exist for it; the network is reachable only from tools \
-         granted specific hosts; there is no shell.\n\
-         - Read before you edit; prefer small, exact edits. When a tool fails, read its \
-         error and adjust the call.\n\
+         - Relative paths resolve inside the workspace. Only the directories granted to a tool \
+         exist for it; only tools granted hosts reach the network; there is no shell.\n\
+         - Read before you edit; prefer small, exact edits. When a tool fails, read its error \
+         and adjust the call.\n\
          - When the task is done, answer briefly with what you did.",
         ws = workspace.display(),
-        names = if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        },
     );
+    if tools.is_empty() {
+        p.push_str("\n- No tools are available: answer from what you know.");
+    }
     if text_protocol {
         let defs: Vec<_> = tools.iter().map(|t| t.def.clone()).collect();
         p.push_str("\n\n");
@@ -51,9 +47,7 @@ pub fn schema_for_model(schema: &serde_json::Value) -> serde_json::Value {
     match schema {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, v)| {
-                    !(VALIDATION_ONLY.contains(&k.as_str()) && !v.is_object())
-                })
+                .filter(|(k, v)| !(VALIDATION_ONLY.contains(&k.as_str()) && !v.is_object()))
                 .map(|(k, v)| (k.clone(), schema_for_model(v)))
                 .collect(),
         ),

@@ -55,7 +55,10 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
     let tools = ws.toolset(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
     if let Some(offered) = &settings.tools {
-        let enabled: Vec<&str> = tools.enabled().map(|t| t.info().spec.name.as_str()).collect();
+        let enabled: Vec<&str> = tools
+            .enabled()
+            .map(|t| t.info().spec.name.as_str())
+            .collect();
         if let Some(unknown) = offered.iter().find(|n| !enabled.contains(&n.as_str())) {
             bail!(ConfigError(format!(
                 "`{}` in the tools to offer is not an enabled tool; enabled tools: {}",
@@ -172,12 +175,7 @@ pub fn run(
             if json {
                 r.emit(json!({"type": "final", "text": answer, "session": session_id, "usage": usage_json}));
             } else {
-                if r.streamed == 0 {
-                    print!("{}", inert_text(&answer));
-                }
-                if !answer.ends_with('\n') {
-                    println!();
-                }
+                r.finish_answer(&answer);
             }
             Ok(0)
         }

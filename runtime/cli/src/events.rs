@@ -57,6 +57,16 @@ impl Renderer {
         })
     }
 
+    /// Ends the answer on stdout: prints it if nothing was streamed, then a
+    /// newline unless the output already is at the start of a line.
+    pub fn finish_answer(&mut self, answer: &str) {
+        if self.streamed == 0 {
+            print!("{}", inert_text(answer));
+            self.at_line_start = answer.is_empty() || answer.ends_with('\n');
+        }
+        self.line_break();
+    }
+
     fn line_break(&mut self) {
         if !self.at_line_start {
             println!();
@@ -125,7 +135,11 @@ impl Renderer {
                     self.line_break();
                     eprintln!(
                         "{}",
-                        paint(self.fancy, "33", "(the retried answer differs: it starts again below)")
+                        paint(
+                            self.fancy,
+                            "33",
+                            "(the retried answer differs: it starts again below)"
+                        )
                     );
                 }
             }

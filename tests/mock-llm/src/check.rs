@@ -146,7 +146,10 @@ fn check_assistant(m: &Value) -> Result<Vec<String>, String> {
         };
         // Servers that parse the arguments (llama.cpp) fail the whole
         // request when they are not a JSON object.
-        if !matches!(serde_json::from_str::<Value>(arguments), Ok(Value::Object(_))) {
+        if !matches!(
+            serde_json::from_str::<Value>(arguments),
+            Ok(Value::Object(_))
+        ) {
             return Err(format!(
                 "tool_calls[{j}]: function.arguments is not a JSON object: {arguments:?}"
             ));

@@ -63,7 +63,8 @@ impl Agent {
         }
         // Well below the budget, so that the next turns fit too.
         let target = budget(window) * 7 / 10;
-        self.compact(target, tools, cancel, on).await
+        self.compact(target, budget(window), tools, cancel, on)
+            .await
     }
 
     /// Compacts the conversation now, to about half its size (`/compact`).
@@ -81,15 +82,16 @@ impl Agent {
         let fixed = request_tokens(&self.history[..1], &tools);
         let total = request_tokens(&self.history, &tools);
         let target = fixed + (total - fixed) / 2;
-        self.compact(target, &tools, cancel, on).await
+        self.compact(target, total, &tools, cancel, on).await
     }
 
     /// Shrinks the history towards `target` estimated tokens: old tool
-    /// outputs first, then a summary of the older turns, then, if still too
-    /// long, the recent outputs too.
+    /// outputs first, then a summary of the older turns; then, only if it
+    /// is still over `limit`, the latest outputs too.
     async fn compact(
         &mut self,
         target: u64,
+        limit: u64,
         tools: &[ToolDef],
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
@@ -100,7 +102,7 @@ impl Agent {
         if request_tokens(&self.history, tools) > target {
             self.summarize(target, tools, cancel).await?;
         }
-        if request_tokens(&self.history, tools) > target {
+        if request_tokens(&self.history, tools) > limit {
             let all = 1..self.history.len();
             self.shorten_outputs(all, target, tools);
         }
@@ -171,7 +173,10 @@ impl Agent {
             keep += 1;
         }
         // Summarizing a few messages saves little: the outputs are the bulk.
-        let older_tokens: u64 = self.history[1..keep.max(1)].iter().map(message_tokens).sum();
+        let older_tokens: u64 = self.history[1..keep.max(1)]
+            .iter()
+            .map(message_tokens)
+            .sum();
         if keep <= 1 || older_tokens < target / 4 {
             return Ok(());
         }
@@ -292,7 +297,9 @@ fn summary_by_list(messages: &[Message]) -> String {
     let mut out = Vec::new();
     for m in messages {
         match m {
-            Message::User { content } => out.push(format!("- the user asked: {}", cut(content, 300))),
+            Message::User { content } => {
+                out.push(format!("- the user asked: {}", cut(content, 300)))
+            }
             Message::Assistant { tool_calls, .. } => {
                 for c in tool_calls {
                     out.push(format!(
@@ -323,7 +330,10 @@ mod tests {
         };
         assert!(message_tokens(&m) > 1_000);
         let s = shortened(&"é".repeat(1_000));
-        assert!(s.starts_with("éé") && s.contains("1700 more bytes left out"), "{s}");
+        assert!(
+            s.starts_with("éé") && s.contains("1700 more bytes left out"),
+            "{s}"
+        );
         assert_eq!(budget(8_000), 6_000);
         assert_eq!(budget(100_000), 100_000 - 4_096);
     }

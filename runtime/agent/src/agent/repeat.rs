@@ -59,7 +59,11 @@ impl Repeats {
         if mutated {
             self.runs.retain(|(n, a, _)| n == name && *a == args);
         }
-        match self.runs.iter_mut().find(|(n, a, _)| n == name && *a == args) {
+        match self
+            .runs
+            .iter_mut()
+            .find(|(n, a, _)| n == name && *a == args)
+        {
             Some(r) => r.2 += 1,
             None => self.runs.push((name.to_string(), args, 1)),
         }
@@ -78,12 +82,18 @@ mod tests {
     fn the_third_identical_call_is_refused() {
         let mut r = Repeats::default();
         for _ in 0..2 {
-            assert!(r.refuse("write_file", r#"{"path":"a","content":"x"}"#).is_none());
+            assert!(
+                r.refuse("write_file", r#"{"path":"a","content":"x"}"#)
+                    .is_none()
+            );
             r.ran("write_file", r#"{"path":"a","content":"x"}"#, true);
         }
         let refused = r.refuse("write_file", r#"{ "content":"x", "path":"a" }"#);
         assert!(refused.unwrap().contains("already called 2 times"));
-        assert!(r.refuse("write_file", r#"{"path":"b","content":"x"}"#).is_none());
+        assert!(
+            r.refuse("write_file", r#"{"path":"b","content":"x"}"#)
+                .is_none()
+        );
         assert!(!r.stuck());
         r.refuse("write_file", r#"{"path":"a","content":"x"}"#);
         r.refuse("write_file", r#"{"path":"a","content":"x"}"#);

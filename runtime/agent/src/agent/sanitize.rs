@@ -151,8 +151,16 @@ mod tests {
     fn only_json_objects_pass() {
         assert_eq!(problem(r#"{"path":"a"}"#), None);
         assert_eq!(problem("  "), None);
-        assert!(problem(r#"{"path": "notes.txt", "offset":"#).unwrap().contains("not valid JSON"));
-        assert!(problem("[1]").unwrap().contains("an array, not a JSON object"));
+        assert!(
+            problem(r#"{"path": "notes.txt", "offset":"#)
+                .unwrap()
+                .contains("not valid JSON")
+        );
+        assert!(
+            problem("[1]")
+                .unwrap()
+                .contains("an array, not a JSON object")
+        );
     }
 
     #[test]
@@ -182,7 +190,9 @@ mod tests {
         };
         assert_eq!(tool_calls[0].function.arguments, "{}");
         assert_eq!(tool_calls[1].function.arguments, "{}");
-        assert!(matches!(&fixed[3], Message::Tool { tool_call_id, content } if tool_call_id == "b" && content.contains("no recorded result")));
+        assert!(
+            matches!(&fixed[3], Message::Tool { tool_call_id, content } if tool_call_id == "b" && content.contains("no recorded result"))
+        );
         assert!(matches!(&fixed[4], Message::User { .. }));
         assert_eq!(fixed.len(), 5);
     }

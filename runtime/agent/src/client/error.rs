@@ -65,7 +65,9 @@ pub enum ClientError {
     },
     /// The request does not fit in the model's context window (a 400 saying
     /// so): the conversation must be shortened. Never retried as is.
-    #[error("{endpoint}: the conversation exceeds the model's context window (http {status}): {body}")]
+    #[error(
+        "{endpoint}: the conversation exceeds the model's context window (http {status}): {body}"
+    )]
     ContextOverflow {
         endpoint: String,
         status: u16,
@@ -137,7 +139,9 @@ impl ClientError {
             ClientError::Stream { reason, .. } | ClientError::Malformed { reason, .. } => {
                 reason.clone()
             }
-            ClientError::NotOpenAi { found, .. } => format!("not an OpenAI-compatible answer: {found}"),
+            ClientError::NotOpenAi { found, .. } => {
+                format!("not an OpenAI-compatible answer: {found}")
+            }
         }
     }
 }

@@ -75,6 +75,12 @@ mod tests {
         assert_eq!(window_of(&many, "a"), Some(8192));
         assert_eq!(window_of(&many, "b"), None);
         assert_eq!(window_of(&many, "c"), None);
-        assert_eq!(window_of(&json!({"data": [{"id": "x", "meta": {"n_ctx": 4096}}]}), "x"), Some(4096));
+        assert_eq!(
+            window_of(
+                &json!({"data": [{"id": "x", "meta": {"n_ctx": 4096}}]}),
+                "x"
+            ),
+            Some(4096)
+        );
     }
 }

@@ -12,7 +12,10 @@ pub type InlineCall = (String, Map<String, Value>);
 /// there is none. Only a JSON object naming a known tool (`known`) and its
 /// arguments counts, so that an answer that merely contains JSON stays an
 /// answer.
-pub fn inline_calls(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<InlineCall>)> {
+pub fn inline_calls(
+    content: &str,
+    known: &dyn Fn(&str) -> bool,
+) -> Option<(String, Vec<InlineCall>)> {
     let (prose, calls) = tagged(content, known)
         .or_else(|| fenced(content, known))
         .or_else(|| {
@@ -97,9 +100,7 @@ fn calls_in(text: &str, known: &dyn Fn(&str) -> bool) -> Option<Vec<InlineCall>>
         return None;
     }
     match serde_json::from_str::<Value>(text).ok()? {
-        Value::Array(items) if !items.is_empty() => {
-            items.iter().map(|v| call(v, known)).collect()
-        }
+        Value::Array(items) if !items.is_empty() => items.iter().map(|v| call(v, known)).collect(),
         v @ Value::Object(_) => Some(vec![call(&v, known)?]),
         _ => None,
     }
@@ -143,15 +144,24 @@ mod tests {
 
     #[test]
     fn bare_json_a_fence_and_tags_are_calls() {
-        let (prose, calls) =
-            inline_calls(r#" {"name": "read_file", "arguments": {"path": "a"}} "#, &known).unwrap();
+        let (prose, calls) = inline_calls(
+            r#" {"name": "read_file", "arguments": {"path": "a"}} "#,
+            &known,
+        )
+        .unwrap();
         assert_eq!(prose, "");
-        assert_eq!(names(&calls), [("read_file", r#"{"path":"a"}"#.to_string())]);
+        assert_eq!(
+            names(&calls),
+            [("read_file", r#"{"path":"a"}"#.to_string())]
+        );
 
         let text = "I will read it.\n```json\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"b\\\"}\"}\n```\n";
         let (prose, calls) = inline_calls(text, &known).unwrap();
         assert_eq!(prose, "I will read it.");
-        assert_eq!(names(&calls), [("read_file", r#"{"path":"b"}"#.to_string())]);
+        assert_eq!(
+            names(&calls),
+            [("read_file", r#"{"path":"b"}"#.to_string())]
+        );
 
         let text = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"c\"}}\n</tool_call>\n<tool_call>{\"name\": \"write_file\", \"parameters\": {\"path\": \"d\"}}";
         let (prose, calls) = inline_calls(text, &known).unwrap();
@@ -166,7 +176,8 @@ mod tests {
         assert!(inline_calls(r#"{"name": "read_file"}"#, &known).is_none());
         assert!(inline_calls("```json\n{\"a\": 1}\n```", &known).is_none());
         assert!(inline_calls("Use read_file to read.", &known).is_none());
-        let text = "```rust\nfn main() {}\n```\n```json\n{\"name\":\"read_file\",\"arguments\":{}}\n```";
+        let text =
+            "```rust\nfn main() {}\n```\n```json\n{\"name\":\"read_file\",\"arguments\":{}}\n```";
         let (prose, calls) = inline_calls(text, &known).unwrap();
         assert_eq!(prose, "```rust\nfn main() {}\n```");
         assert_eq!(calls.len(), 1);

@@ -15,7 +15,7 @@ use crate::text::human_size;
 pub const TOOL: Tool = Tool {
     name: "copy",
     description: "Copy a file or directory. `to` is the full destination path, not a folder \
-        to copy into. An existing destination is an error unless overwrite.",
+        to copy into. Fails if it exists, unless overwrite.",
     schema: r#"{
   "type": "object",
   "properties": {

@@ -26,7 +26,7 @@ pub const TOOL: Tool = Tool {
   "properties": {
     "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Glob, relative to path."},
     "path": {"type": "string", "minLength": 1, "description": "Directory (default .)."},
-    "no_ignore": {"type": "boolean", "description": "Include files that .gitignore and similar files ignore."},
+    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
     "hidden": {"type": "boolean", "description": "Include hidden files."}
   },
   "required": ["pattern"],

@@ -22,9 +22,8 @@ const MAX_LINE_CHARS: usize = 300;
 
 pub const TOOL: Tool = Tool {
     name: "grep",
-    description: "Search file contents for a regular expression (Rust syntax, one line at a \
-        time); returns `path:line: text`. Skips hidden, ignored and binary files unless \
-        hidden / no_ignore.",
+    description: "Search file contents for a regex (Rust syntax, per line); returns \
+        `path:line: text`. Skips hidden, ignored and binary files unless hidden / no_ignore.",
     schema: r#"{
   "type": "object",
   "properties": {
@@ -33,7 +32,7 @@ pub const TOOL: Tool = Tool {
     "include": {"type": "string", "minLength": 1, "description": "Only files whose name matches this glob, e.g. *.rs."},
     "case_insensitive": {"type": "boolean", "description": "Ignore case."},
     "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many lines (default 200)."},
-    "no_ignore": {"type": "boolean", "description": "Include files that .gitignore and similar files ignore."},
+    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
     "hidden": {"type": "boolean", "description": "Include hidden files."}
   },
   "required": ["pattern"],

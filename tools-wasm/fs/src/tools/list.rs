@@ -22,14 +22,14 @@ const MAX_PER_SUBDIR: usize = 200;
 
 pub const TOOL: Tool = Tool {
     name: "list_files",
-    description: "List a directory as a tree; directories end in /. Skips .git, and hidden \
-        or ignored entries unless hidden / no_ignore.",
+    description: "List a directory as a tree; directories end in /. Skips .git, hidden and \
+        ignored entries unless hidden / no_ignore.",
     schema: r#"{
   "type": "object",
   "properties": {
     "path": {"type": "string", "minLength": 1, "description": "Directory (default .)."},
     "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to show (default 2)."},
-    "no_ignore": {"type": "boolean", "description": "Include files that .gitignore and similar files ignore."},
+    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
     "hidden": {"type": "boolean", "description": "Include hidden files."}
   },
   "additionalProperties": false

@@ -16,7 +16,7 @@ use crate::paths::{self, is_within, normalize};
 pub const TOOL: Tool = Tool {
     name: "move",
     description: "Move or rename a file or directory. `to` is the full new path, not a \
-        folder to move into. An existing destination is an error unless overwrite.",
+        folder to move into. Fails if it exists, unless overwrite.",
     schema: r#"{
   "type": "object",
   "properties": {
