@@ -47,7 +47,7 @@ pub fn schema_for_model(schema: &serde_json::Value) -> serde_json::Value {
     match schema {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, v)| !(VALIDATION_ONLY.contains(&k.as_str()) && !v.is_object()))
+                .filter(|(k, v)| !VALIDATION_ONLY.contains(&k.as_str()) || v.is_object())
                 .map(|(k, v)| (k.clone(), schema_for_model(v)))
                 .collect(),
         ),

@@ -12,6 +12,12 @@ use super::{Agent, AgentError, Event};
 use crate::session::{Record, now};
 use crate::{CallCancel, ToolCall, ToolResult};
 
+/// A call of a batch: answered at once, or running on the blocking pool.
+enum Run {
+    Refused(ToolResult),
+    Started(CallCancel, tokio::task::JoinHandle<ToolResult>),
+}
+
 impl Agent {
     /// Runs calls in order; consecutive calls to tools that don't mutate run
     /// concurrently. `refused[i]`, when set, is the error call `i` answers
@@ -53,7 +59,7 @@ impl Agent {
                 .zip(&refused[i..end])
                 .map(|(c, refusal)| {
                     if let Some(text) = refusal {
-                        return Err(ToolResult {
+                        return Run::Refused(ToolResult {
                             ok: false,
                             output: text.clone(),
                             error_kind: Some("refused".into()),
@@ -66,17 +72,20 @@ impl Agent {
                     let call = stop.clone();
                     let handle =
                         tokio::task::spawn_blocking(move || tools.call(&name, &args, &call));
-                    Ok((stop, handle))
+                    Run::Started(stop, handle)
                 })
                 .collect();
             let stops: Vec<CallCancel> = running
                 .iter()
-                .filter_map(|r| r.as_ref().ok().map(|(s, _)| s.clone()))
+                .filter_map(|r| match r {
+                    Run::Started(stop, _) => Some(stop.clone()),
+                    Run::Refused(_) => None,
+                })
                 .collect();
             for (c, run) in batch.iter().zip(running) {
                 let r = match run {
-                    Err(refusal) => refusal,
-                    Ok((_, mut h)) => {
+                    Run::Refused(refusal) => refusal,
+                    Run::Started(_, mut h) => {
                         let joined = tokio::select! {
                             r = &mut h => r,
                             () = cancel.cancelled() => {
