@@ -29,7 +29,7 @@ pub const TOOL: Tool = Tool {
   "properties": {
     "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression."},
     "path": {"type": "string", "minLength": 1, "description": "File or directory (default .)."},
-    "include": {"type": "string", "minLength": 1, "description": "Only files whose name matches this glob, e.g. *.rs."},
+    "include": {"type": "string", "minLength": 1, "description": "Glob on file names, e.g. *.rs."},
     "case_insensitive": {"type": "boolean", "description": "Ignore case."},
     "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many lines (default 200)."},
     "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},

@@ -28,7 +28,7 @@ pub const TOOL: Tool = Tool {
     schema: r#"{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File path, relative to the workspace."},
+    "path": {"type": "string", "minLength": 1, "description": "File path."},
     "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Lines to return (default 2000)."}
   },
