@@ -63,7 +63,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
             bail!(ConfigError(format!(
                 "`{}` in the tools to offer is not an enabled tool; enabled tools: {}",
                 inert(unknown),
-                enabled.join(", ")
+                inert(&enabled.join(", "))
             )));
         }
     }
