@@ -59,6 +59,8 @@ fn agent(mock: &MockLlm, max_turns: u32) -> Agent {
         protocol: Protocol::Native,
         max_turns,
         api_key_env: "OPENAI_API_KEY".into(),
+        context_window: None,
+        tools: None,
     };
     Agent::new(
         settings,

@@ -12,6 +12,7 @@ use warden_mock_llm::{MockLlm, Reply, answer, calls, check_chat_body, chunk};
 #[derive(Debug, Clone, PartialEq)]
 enum Ev {
     Text(String),
+    Restart,
     Retry {
         attempt: u32,
         wait: Duration,
@@ -65,6 +66,7 @@ async fn complete(
     let mut on_event = |e: ClientEvent<'_>| {
         events.push(match e {
             ClientEvent::Text(t) => Ev::Text(t.to_string()),
+            ClientEvent::Restart => Ev::Restart,
             ClientEvent::Retry {
                 attempt,
                 wait,
@@ -87,7 +89,7 @@ fn texts(events: &[Ev]) -> Vec<&str> {
         .iter()
         .filter_map(|e| match e {
             Ev::Text(t) => Some(t.as_str()),
-            Ev::Retry { .. } => None,
+            Ev::Retry { .. } | Ev::Restart => None,
         })
         .collect()
 }
@@ -99,7 +101,7 @@ fn retries(events: &[Ev]) -> Vec<(u32, String)> {
             Ev::Retry {
                 attempt, reason, ..
             } => Some((*attempt, reason.clone())),
-            Ev::Text(_) => None,
+            Ev::Text(_) | Ev::Restart => None,
         })
         .collect()
 }
@@ -385,9 +387,9 @@ async fn a_cut_stream_is_asked_for_again() {
     ]);
     let c = client(config(&mock));
     let (result, events) = complete(&c, &hello(), &[]).await;
-    // The partial text was reported, then voided by the retry.
+    // The partial text was reported; the retry reports only what it adds.
     assert_eq!(result.expect("completion").content, "Hello world");
-    assert_eq!(texts(&events), ["Hel", "lo wo", "Hello world"]);
+    assert_eq!(texts(&events), ["Hel", "lo wo", "rld"]);
     let r = retries(&events);
     assert_eq!(r.len(), 1, "{events:?}");
     assert!(
@@ -528,6 +530,11 @@ async fn rejected_tools_are_not_retried() {
         },
         Reply::Status {
             status: 400,
+            body: json!({ "error": { "message": "temperature must be at most 2" } }).to_string(),
+            retry_after: None,
+        },
+        Reply::Status {
+            status: 400,
             body: json!({ "error": { "message": "maximum context length exceeded" } }).to_string(),
             retry_after: None,
         },
@@ -557,6 +564,14 @@ async fn rejected_tools_are_not_retried() {
         "{err:?}"
     );
     assert_eq!(mock.requests().len(), 2);
+    // A prompt over the context window is named as such, not retried.
+    let (result, _) = complete(&c, &hello(), &[read_file_tool()]).await;
+    let err = result.expect_err("too long");
+    assert!(
+        matches!(&err, ClientError::ContextOverflow { status: 400, .. }),
+        "{err:?}"
+    );
+    assert_eq!(mock.requests().len(), 3);
     assert_valid_bodies(&mock);
 }
 
@@ -688,6 +703,13 @@ fn check_chat_body_rejects_broken_conversations() {
             "before the tool call",
         ),
         (body(json!([user, tool("a")])), "answers no call"),
+        (
+            body(
+                json!([user, { "role": "assistant", "tool_calls": [{ "id": "a", "type": "function",
+                "function": { "name": "f", "arguments": "{\"path\": \"x\", \"offset\":" } }] }, tool("a")]),
+            ),
+            "not a JSON object",
+        ),
         (
             body(json!([user, { "role": "assistant" }])),
             "neither content",

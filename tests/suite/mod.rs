@@ -3,6 +3,7 @@ mod agent_loop;
 mod cache;
 mod cli;
 mod dropin;
+mod edges;
 mod escapes;
 mod extras;
 mod fs_tools;

@@ -638,6 +638,8 @@ fn cancelling_a_batch_of_writes_after_the_first_runs_no_more() {
         protocol: Protocol::Native,
         max_turns: 5,
         api_key_env: "OPENAI_API_KEY".into(),
+        context_window: None,
+        tools: None,
     };
     let mut agent =
         Agent::new(settings, Arc::new(runner), sb.ws.clone(), None, Vec::new()).unwrap();

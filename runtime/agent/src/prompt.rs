@@ -5,25 +5,21 @@ use std::path::Path;
 use crate::AgentTool;
 use crate::textproto;
 
-/// Builds the system prompt.
+/// Builds the system prompt. Under native tool calling the tools are listed
+/// by the request itself; the text protocol lists them here.
 pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool) -> String {
-    let names: Vec<&str> = tools.iter().map(|t| t.def.name.as_str()).collect();
     let mut p = format!(
-        "You are warden, an agent that completes tasks in the workspace {ws} using tools.\n\
-         - Tools: {names}.\n\
-         - Relative paths resolve inside the workspace. Everything outside the directories \
-         granted to a tool does not exist for it; the network is reachable only from tools \
-         granted specific hosts; there is no shell.\n\
-         - Read before you edit; prefer small, exact edits. When a tool fails, read its \
-         error and adjust the call.\n\
-         - When the task is done, answer briefly with what you did.",
+        "You are warden, an agent that completes tasks in the workspace {ws}.\n\
+         - Relative paths resolve in the workspace. A tool sees only the directories granted \
+         to it; only tools granted hosts reach the network; there is no shell.\n\
+         - Read before you edit; make small, exact edits. If a tool fails, read the error and \
+         adjust the call.\n\
+         - When done, answer briefly with what you did.",
         ws = workspace.display(),
-        names = if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        },
     );
+    if tools.is_empty() {
+        p.push_str("\n- No tools are available: answer from what you know.");
+    }
     if text_protocol {
         let defs: Vec<_> = tools.iter().map(|t| t.def.clone()).collect();
         p.push_str("\n\n");
@@ -41,5 +37,64 @@ pub fn add_instructions(prompt: &mut String, instructions: &[(String, String)]) 
              rules above):\n{}",
             text.trim_end()
         ));
+    }
+}
+
+/// Keywords of an argument schema that only validation needs: the host
+/// checks every call against the full schema and tells the model what was
+/// wrong, so they are left out of what the model reads, which keeps the
+/// first request short for small local models.
+const VALIDATION_ONLY: [&str; 5] = [
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "additionalProperties",
+];
+
+/// The schema as offered to the model: without [`VALIDATION_ONLY`]
+/// keywords, at any depth.
+pub fn schema_for_model(schema: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, v)| !VALIDATION_ONLY.contains(&k.as_str()) || v.is_object())
+                .map(|(k, v)| (k.clone(), schema_for_model(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(schema_for_model).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::schema_for_model;
+
+    #[test]
+    fn validation_keywords_are_left_out() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 10},
+                "minimum": {"type": "integer"},
+            },
+            "additionalProperties": false,
+        });
+        assert_eq!(
+            schema_for_model(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File."},
+                    "limit": {"type": "integer"},
+                    "minimum": {"type": "integer"},
+                },
+            })
+        );
     }
 }

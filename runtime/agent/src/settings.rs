@@ -52,6 +52,8 @@ pub struct Overrides {
     pub protocol: Option<Protocol>,
     /// `--max-turns`.
     pub max_turns: Option<u32>,
+    /// `--tools`: the tools offered to the model.
+    pub tools: Option<Vec<String>>,
 }
 
 /// Everything the agent needs to talk to the model.
@@ -65,6 +67,11 @@ pub struct Settings {
     pub max_turns: u32,
     /// Variable the key was read from.
     pub api_key_env: String,
+    /// The model's context window in tokens, when configured (else asked of
+    /// the server's `/models`, else learnt from a context-length error).
+    pub context_window: Option<u64>,
+    /// The tools offered to the model, when not all of them.
+    pub tools: Option<Vec<String>>,
 }
 
 /// No usable model configuration; the message says what to set.
@@ -119,6 +126,10 @@ pub fn resolve(
     if let Some(n) = file.max_attempts {
         client.max_attempts = n.max(1);
     }
+    if let Some(t) = file.request_timeout {
+        client.request_timeout = t;
+    }
+    client.api_key_env = Some(api_key_env.clone());
     let protocol = flags
         .protocol
         .or_else(|| file.protocol.as_deref().and_then(Protocol::parse))
@@ -132,6 +143,8 @@ pub fn resolve(
             .unwrap_or(DEFAULT_MAX_TURNS)
             .max(1),
         api_key_env,
+        context_window: file.context_window.filter(|n| *n > 0),
+        tools: flags.tools.clone().or(file.tools.clone()),
     })
 }
 

@@ -11,6 +11,7 @@
 //! fences, a forgotten `[/TOOL]`, Python-style arguments) and precise about
 //! errors, since the error text is all the model has to fix its call.
 
+mod inline;
 mod prompt;
 mod syntax;
 #[cfg(test)]
@@ -19,6 +20,7 @@ mod value;
 
 use serde_json::{Map, Value};
 
+pub use inline::{InlineCall, inline_calls};
 pub use prompt::{instructions, malformed_message, results_message};
 use syntax::{Arg, Body, Parser};
 

@@ -77,12 +77,26 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         no_stream: flags.no_stream,
         protocol,
         max_turns: flags.max_turns,
+        tools: flags.tools.clone(),
     };
     let mut settings = settings::resolve(&user_cfg.model, ws.policy.model(), &env, &overrides)
         .map_err(|e| ConfigError(e.to_string()))?;
     settings::backoff_from_env(&env, &mut settings.client);
     let tools = ws.toolset(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
+    if let Some(offered) = &settings.tools {
+        let enabled: Vec<&str> = tools
+            .enabled()
+            .map(|t| t.info().spec.name.as_str())
+            .collect();
+        if let Some(unknown) = offered.iter().find(|n| !enabled.contains(&n.as_str())) {
+            bail!(ConfigError(format!(
+                "`{}` in the tools to offer is not an enabled tool; enabled tools: {}",
+                inert(unknown),
+                inert(&enabled.join(", "))
+            )));
+        }
+    }
     if !approver.can_approve() && tools.enabled().any(|t| mode.asks(t.grants())) {
         eprintln!(
             "note: no terminal and no --yes: calls that need approval (writes, network) will be \
@@ -190,6 +204,12 @@ pub fn run(
     let mut r = Renderer::new(json);
     let result = send(&rt, &mut agent, &mut r, &task);
     let changes = journal.end_turn();
+    let (usage, calls) = r.take_usage();
+    let mut usage_value = usage_json(&usage);
+    usage_value["model_calls"] = calls.into();
+    if !json && let Some(line) = Renderer::usage_line(&usage, calls) {
+        eprintln!("{line}");
+    }
     let reason = match &result {
         Ok(_) => "answered".to_string(),
         Err(e) => e.to_string(),
@@ -201,17 +221,11 @@ pub fn run(
             if json {
                 r.emit(json!({
                     "type": "final", "text": answer, "session": session_id,
-                    "usage": usage_json(&r.usage), "changed": changes.changed,
+                    "usage": usage_value, "changed": changes.changed,
                 }));
             } else {
-                if r.streamed == 0 {
-                    print!("{}", inert_text(&answer));
-                }
-                if !answer.ends_with('\n') {
-                    println!();
-                }
+                r.finish_answer(&answer);
                 report_changes(&changes);
-                report_usage(&r.usage);
             }
             Ok(0)
         }
@@ -224,7 +238,7 @@ pub fn run(
             if json {
                 r.emit(json!({
                     "type": "error", "message": e.to_string(), "session": session_id,
-                    "changed": changes.changed,
+                    "usage": usage_value, "changed": changes.changed,
                 }));
             } else {
                 report_changes(&changes);
@@ -241,16 +255,6 @@ pub fn run(
 /// Token counts as `--json` shows them.
 pub fn usage_json(u: &Usage) -> serde_json::Value {
     json!({"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens})
-}
-
-/// One stderr line with the tokens used, when the server reported any.
-fn report_usage(u: &Usage) {
-    if u.total_tokens > 0 || u.prompt_tokens > 0 {
-        eprintln!(
-            "tokens: {} in, {} out",
-            u.prompt_tokens, u.completion_tokens
-        );
-    }
 }
 
 /// The files a turn changed, and what undo could not keep, on stderr.
@@ -386,10 +390,18 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 }
                 continue;
             }
+            "/compact" => {
+                let cancel = CancellationToken::new();
+                match rt.block_on(agent.compact_now(&cancel, &mut |e| r.on(e))) {
+                    Ok(()) => eprintln!("conversation compacted (the transcript keeps it whole)"),
+                    Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+                }
+                continue;
+            }
             "/help" => {
                 eprintln!(
-                    "/tools  list tools · /clear  forget the conversation · /undo  put back what \
-                     the last turn changed · /exit  quit"
+                    "/tools  list tools · /compact  shorten older turns · /clear  forget the \
+                     conversation · /undo  put back what the last turn changed · /exit  quit"
                 );
                 continue;
             }
@@ -399,7 +411,6 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             }
             _ => {}
         }
-        r.usage = Usage::default();
         let result = send(&rt, &mut agent, &mut r, text);
         let changes = journal.end_turn();
         match result {
@@ -413,7 +424,10 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             Err(e) => eprintln!("error: {}", inert(&e.to_string())),
         }
         report_changes(&changes);
-        report_usage(&r.usage);
+        let (usage, calls) = r.take_usage();
+        if let Some(line) = Renderer::usage_line(&usage, calls) {
+            eprintln!("{line}");
+        }
     }
     if let Some(h) = &history {
         let _ = rl.save_history(h);

@@ -143,6 +143,10 @@ pub struct ModelFlags {
     /// Model round trips per task.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Offer only these tools to the model (comma-separated), e.g.
+    /// `--tools read_file,grep`: a shorter prompt for small models.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
     /// Approve every tool call without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,

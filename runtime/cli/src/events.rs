@@ -16,9 +16,10 @@ pub struct Renderer {
     spinner: Option<Spinner>,
     /// Bytes of answer text printed since the last model call.
     pub streamed: usize,
-    /// Tokens reported since the caller last reset it.
-    pub usage: Usage,
     at_line_start: bool,
+    /// Token counts of the model calls since [`Renderer::take_usage`].
+    usage: Usage,
+    calls: u32,
 }
 
 impl Renderer {
@@ -28,8 +29,48 @@ impl Renderer {
             fancy: stderr_is_fancy(),
             spinner: None,
             streamed: 0,
-            usage: Usage::default(),
             at_line_start: true,
+            usage: Usage::default(),
+            calls: 0,
+        }
+    }
+
+    /// The tokens of the model calls since the last take (a run, a chat
+    /// turn), and how many calls there were.
+    pub fn take_usage(&mut self) -> (Usage, u32) {
+        let taken = (self.usage, self.calls);
+        self.usage = Usage::default();
+        self.calls = 0;
+        taken
+    }
+
+    /// One line of token totals for the terminal, when the server counted.
+    pub fn usage_line(usage: &Usage, calls: u32) -> Option<String> {
+        (usage.total_tokens > 0).then(|| {
+            format!(
+                "tokens: {} prompt + {} completion = {} ({calls} model call{})",
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.total_tokens,
+                if calls == 1 { "" } else { "s" }
+            )
+        })
+    }
+
+    /// Ends the answer on stdout: prints it if nothing was streamed, then a
+    /// newline unless the output already is at the start of a line.
+    pub fn finish_answer(&mut self, answer: &str) {
+        if self.streamed == 0 {
+            print!("{}", inert_text(answer));
+            self.at_line_start = answer.is_empty() || answer.ends_with('\n');
+        }
+        self.line_break();
+    }
+
+    fn line_break(&mut self) {
+        if !self.at_line_start {
+            println!();
+            self.at_line_start = true;
         }
     }
 
@@ -87,6 +128,42 @@ impl Renderer {
                     );
                 }
             }
+            Event::Restart => {
+                if self.json {
+                    self.emit(json!({"type": "restart"}));
+                } else {
+                    self.line_break();
+                    eprintln!(
+                        "{}",
+                        paint(
+                            self.fancy,
+                            "33",
+                            "(the retried answer differs: it starts again below)"
+                        )
+                    );
+                }
+            }
+            Event::Cut => {
+                if self.json {
+                    self.emit(json!({"type": "cut"}));
+                } else {
+                    self.line_break();
+                    eprintln!(
+                        "note: the answer was cut off at the model's output token limit; ask it to \
+                         continue, or raise the server's max tokens"
+                    );
+                }
+            }
+            Event::Compacted { before, after } => {
+                if self.json {
+                    self.emit(json!({"type": "compacted", "before_tokens": before, "after_tokens": after}));
+                } else {
+                    self.line_break();
+                    eprintln!(
+                        "note: older turns compacted to fit the context window (about {before} → {after} tokens)"
+                    );
+                }
+            }
             Event::SwitchedToText { reason } => {
                 if self.json {
                     self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
@@ -120,10 +197,7 @@ impl Renderer {
                     }));
                     return;
                 }
-                if !self.at_line_start {
-                    println!();
-                    self.at_line_start = true;
-                }
+                self.line_break();
                 let key = key_argument(arguments);
                 let name = inert(name);
                 let ms = result.duration.as_millis();
@@ -143,6 +217,7 @@ impl Renderer {
                 self.usage.prompt_tokens += u.prompt_tokens;
                 self.usage.completion_tokens += u.completion_tokens;
                 self.usage.total_tokens += u.total_tokens;
+                self.calls += 1;
                 if self.json {
                     self.emit(json!({"type": "usage", "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}));
                 }

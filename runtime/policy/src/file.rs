@@ -66,6 +66,15 @@ pub struct ModelSection {
     pub idle_timeout: Option<Duration>,
     /// Attempts per request, retries included.
     pub max_attempts: Option<u32>,
+    /// Longest wait for an answer to start, all attempts and pauses
+    /// included (a streaming answer then runs as long as it keeps talking).
+    #[serde(default, deserialize_with = "timeout")]
+    pub request_timeout: Option<Duration>,
+    /// The model's context window in tokens; older turns are compacted
+    /// before a request would exceed it.
+    pub context_window: Option<u64>,
+    /// The tools offered to the model (default: every enabled tool).
+    pub tools: Option<Vec<String>>,
 }
 
 impl ModelSection {
@@ -84,6 +93,9 @@ impl ModelSection {
             connect_timeout: over.connect_timeout.or(self.connect_timeout),
             idle_timeout: over.idle_timeout.or(self.idle_timeout),
             max_attempts: over.max_attempts.or(self.max_attempts),
+            request_timeout: over.request_timeout.or(self.request_timeout),
+            context_window: over.context_window.or(self.context_window),
+            tools: over.tools.clone().or_else(|| self.tools.clone()),
         }
     }
 }

@@ -66,6 +66,8 @@ pub fn overhead(turns: usize) -> (Duration, Duration) {
         protocol: Protocol::Native,
         max_turns: 5,
         api_key_env: "WARDEN_BENCH_NO_KEY".into(),
+        context_window: None,
+        tools: None,
     };
     let history: Vec<Message> = (0..100)
         .map(|i| {

@@ -7,7 +7,8 @@ use serde_json::Value;
 /// Checks that `body` is a valid chat-completions request: `model` a
 /// non-empty string; `messages` a non-empty array of system / user /
 /// assistant / tool messages; every assistant `tool_calls` entry has an `id`,
-/// `type: "function"`, a `function.name` and string `function.arguments`;
+/// `type: "function"`, a `function.name` and string `function.arguments`
+/// holding a JSON object;
 /// the tool messages right after an assistant message answer each of its
 /// calls exactly once, in call order, before any other message; `tools`
 /// entries (if any) have `type: "function"` and a `function.name` and
@@ -138,9 +139,19 @@ fn check_assistant(m: &Value) -> Result<Vec<String>, String> {
             Some(name) if !name.is_empty() => {}
             _ => return Err(format!("tool_calls[{j}]: function.name missing")),
         }
-        if !function.get("arguments").is_some_and(Value::is_string) {
+        let Some(arguments) = function.get("arguments").and_then(Value::as_str) else {
             return Err(format!(
                 "tool_calls[{j}]: function.arguments must be a string"
+            ));
+        };
+        // Servers that parse the arguments (llama.cpp) fail the whole
+        // request when they are not a JSON object.
+        if !matches!(
+            serde_json::from_str::<Value>(arguments),
+            Ok(Value::Object(_))
+        ) {
+            return Err(format!(
+                "tool_calls[{j}]: function.arguments is not a JSON object: {arguments:?}"
             ));
         }
         ids.push(id.to_string());

@@ -43,6 +43,13 @@ pub enum Reply {
         body: String,
         retry_after: Option<String>,
     },
+    /// `200` (or any status) with a body and content type of the caller's
+    /// choosing, e.g. an HTML page from a wrong base URL.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
     /// Reads the request and never answers.
     Hang,
     /// Waits, then sends the inner reply.
@@ -68,6 +75,21 @@ pub struct Recorded {
 struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
+    /// The body of `GET /v1/models` (a list without context sizes unless set).
+    models: Mutex<Option<Value>>,
+    /// How many times `/v1/models` was asked for.
+    model_lists: Mutex<u32>,
+    /// A request estimated above this many tokens gets the 400 a real
+    /// server sends for a prompt that does not fit its context.
+    context_window: Mutex<Option<u64>>,
+}
+
+/// The server-side token count of a request: the bytes of its `messages`
+/// and `tools` as JSON over 4, which is what tokenizers average on English
+/// and code. Used to enforce [`MockLlm::set_context_window`].
+pub fn prompt_tokens(body: &Value) -> u64 {
+    let len = |v: Option<&Value>| v.map_or(0, |v| v.to_string().len() as u64);
+    (len(body.get("messages")) + len(body.get("tools"))).div_ceil(4)
 }
 
 /// Locks, ignoring poisoning: a panicking test thread must not hide the
@@ -93,7 +115,7 @@ impl MockLlm {
     pub fn start(replies: Vec<Reply>) -> MockLlm {
         let shared = Arc::new(Shared {
             replies: Mutex::new(replies.into()),
-            requests: Mutex::default(),
+            ..Shared::default()
         });
         // Bound here, not in the thread, so that the port is known (and
         // accepting) before `start` returns.
@@ -131,6 +153,25 @@ impl MockLlm {
     /// Queues one more reply after the remaining ones.
     pub fn push(&self, reply: Reply) {
         lock(&self.shared.replies).push_back(reply);
+    }
+
+    /// Answers `GET /v1/models` with `list` (by default a list of one
+    /// model, `mock`, that reports no context size). These requests are
+    /// counted by [`MockLlm::model_lists`], not recorded with the others.
+    pub fn set_models(&self, list: Value) {
+        *lock(&self.shared.models) = Some(list);
+    }
+
+    /// How many times `/v1/models` was asked for.
+    pub fn model_lists(&self) -> u32 {
+        *lock(&self.shared.model_lists)
+    }
+
+    /// From now on, a chat request whose [`prompt_tokens`] exceed `tokens`
+    /// is answered with a context-length 400 (using up no reply), as
+    /// vLLM does.
+    pub fn set_context_window(&self, tokens: u64) {
+        *lock(&self.shared.context_window) = Some(tokens);
     }
 }
 

@@ -62,6 +62,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         .headers()
         .get(AUTHORIZATION)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    if req.method() == hyper::Method::GET && path == "/v1/models" {
+        *lock(&shared.model_lists) += 1;
+        let list = lock(&shared.models).clone().unwrap_or_else(
+            || json!({ "object": "list", "data": [{ "id": "mock", "object": "model" }] }),
+        );
+        return Ok(full(200, "application/json", list.to_string(), None));
+    }
     let bytes = match req.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => Bytes::new(),
@@ -81,6 +88,18 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     if path != "/v1/chat/completions" {
         let body = json!({ "error": { "message": format!("mock: no route for {path}") } });
         return Ok(full(404, "application/json", body.to_string(), None));
+    }
+    let window = *lock(&shared.context_window);
+    if let Some(window) = window {
+        let used = crate::prompt_tokens(&lock(&shared.requests).last().expect("recorded").body);
+        if used > window {
+            let message = format!(
+                "This model's maximum context length is {window} tokens. However, you requested \
+                 {used} tokens in the messages. Please reduce the length of the messages."
+            );
+            let body = json!({ "object": "error", "message": message, "code": 400 });
+            return Ok(full(400, "application/json", body.to_string(), None));
+        }
     }
     let reply = lock(&shared.replies).pop_front();
     let reply = reply.unwrap_or_else(|| Reply::Status {
@@ -113,6 +132,11 @@ async fn respond(mut reply: Reply) -> Response<Body> {
             };
             full(status, kind, body, retry_after)
         }
+        Reply::Raw {
+            status,
+            content_type,
+            body,
+        } => full(status, &content_type, body, None),
         Reply::Hang => std::future::pending().await,
         Reply::Delay(..) => unreachable!("delays were unwrapped above"),
     }

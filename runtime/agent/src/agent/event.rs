@@ -16,6 +16,14 @@ pub enum Event<'a> {
         wait: Duration,
         reason: &'a str,
     },
+    /// A retried answer differs from the text already shown: that text is
+    /// void and the answer starts again.
+    Restart,
+    /// The final answer was cut off at the model's output token limit.
+    Cut,
+    /// Older turns were compacted to fit the context window (estimated
+    /// tokens before and after).
+    Compacted { before: u64, after: u64 },
     /// The endpoint rejected native tools; the text protocol is used from now on.
     SwitchedToText { reason: &'a str },
     /// Waiting for the model (for a spinner).
@@ -49,6 +57,12 @@ pub enum AgentError {
          (or --max-turns), or split the task"
     )]
     MaxTurns(u32),
+    /// The model kept repeating a call it was told it already made.
+    #[error(
+        "stopped: the model kept repeating the same tool call after being told it already had \
+         the result (its earlier calls did run); try a larger model, or rephrase the task"
+    )]
+    Repeating,
     /// The user cancelled.
     #[error("cancelled")]
     Cancelled,

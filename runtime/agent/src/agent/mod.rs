@@ -2,7 +2,10 @@
 //! the model answers without calls or the turn limit is reached.
 
 mod calls;
+mod context;
 mod event;
+mod repeat;
+mod sanitize;
 
 pub use event::{AgentError, Event};
 
@@ -29,11 +32,19 @@ pub struct Agent {
     session: Option<Session>,
     next_text_id: u64,
     instructions: Vec<(String, String)>,
+    /// Identical calls made in the current task.
+    repeats: repeat::Repeats,
+    /// The context window in tokens, once known.
+    window: Option<u64>,
+    /// Whether the server's `/models` was asked for the window.
+    window_probed: bool,
 }
 
 impl Agent {
     /// A new agent; `history` continues a resumed session (its system message
-    /// is replaced by a fresh one).
+    /// is replaced by a fresh one, and calls a server would refuse, written
+    /// by an older version or cut by a crash, are repaired). Only the tools
+    /// named in `settings.tools`, when set, are offered.
     pub fn new(
         settings: Settings,
         tools: Arc<dyn ToolRunner>,
@@ -42,8 +53,15 @@ impl Agent {
         history: Vec<Message>,
     ) -> Result<Agent, ClientError> {
         let client = Client::new(settings.client.clone())?;
-        let specs = tools.tools();
+        let mut specs = tools.tools();
+        if let Some(offered) = &settings.tools {
+            specs.retain(|t| offered.contains(&t.def.name));
+        }
+        for t in &mut specs {
+            t.def.parameters = prompt::schema_for_model(&t.def.parameters);
+        }
         let text_mode = settings.protocol == Protocol::Text;
+        let window = settings.context_window;
         let mut agent = Agent {
             client,
             settings,
@@ -55,13 +73,16 @@ impl Agent {
             session,
             next_text_id: 1,
             instructions: Vec::new(),
+            repeats: repeat::Repeats::default(),
+            window,
+            window_probed: false,
         };
         agent.history.push(agent.system_message());
-        agent.history.extend(
-            history
-                .into_iter()
-                .filter(|m| !matches!(m, Message::System { .. })),
-        );
+        let resumed = history
+            .into_iter()
+            .filter(|m| !matches!(m, Message::System { .. }))
+            .collect();
+        agent.history.extend(sanitize::repair(resumed));
         Ok(agent)
     }
 
@@ -143,6 +164,7 @@ impl Agent {
         self.push(Message::User {
             content: user.to_string(),
         })?;
+        self.repeats.reset();
         for _ in 0..self.settings.max_turns {
             let completion = self.ask_model(cancel, on).await?;
             if let Some(u) = completion.usage {
@@ -152,21 +174,41 @@ impl Agent {
                 })?;
                 on(Event::Usage(u));
             }
+            let cut = completion.finish_reason.as_deref() == Some("length");
             let done = if self.text_mode {
                 self.text_step(completion, cancel, on).await?
             } else {
                 self.native_step(completion, cancel, on).await?
             };
             if let Some(answer) = done {
+                if cut {
+                    self.note(
+                        "the answer was cut off at the model's output token limit \
+                         (finish_reason \"length\")",
+                    )?;
+                    on(Event::Cut);
+                }
                 return Ok(answer);
             }
+            if self.repeats.stuck() {
+                return self.fail(AgentError::Repeating);
+            }
         }
-        let e = AgentError::MaxTurns(self.settings.max_turns);
+        self.fail(AgentError::MaxTurns(self.settings.max_turns))
+    }
+
+    /// Records `e` in the transcript and returns it.
+    fn fail<T>(&mut self, e: AgentError) -> Result<T, AgentError> {
+        self.note(&e.to_string())?;
+        Err(e)
+    }
+
+    /// Records something worth keeping that is not a message.
+    fn note(&mut self, message: &str) -> Result<(), AgentError> {
         self.record(Record::Error {
             ts: now(),
-            message: e.to_string(),
-        })?;
-        Err(e)
+            message: message.to_string(),
+        })
     }
 
     async fn ask_model(
@@ -174,13 +216,15 @@ impl Agent {
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<Completion, AgentError> {
+        let mut overflowed = false;
         loop {
-            on(Event::Thinking);
             let defs: Vec<_> = if self.text_mode {
                 Vec::new()
             } else {
                 self.specs.iter().map(|t| t.def.clone()).collect()
             };
+            self.fit(&defs, cancel, on).await?;
+            on(Event::Thinking);
             let request = Request {
                 messages: &self.history,
                 tools: &defs,
@@ -196,6 +240,7 @@ impl Agent {
                     wait,
                     reason: &reason,
                 }),
+                ClientEvent::Restart => on(Event::Restart),
             };
             let result = tokio::select! {
                 r = self.client.complete(request, &mut forward) => r,
@@ -209,40 +254,57 @@ impl Agent {
                     self.text_mode = true;
                     self.history[0] = self.system_message();
                     let reason = format!("the endpoint rejected native tool calling ({body})");
-                    self.record(Record::Error {
-                        ts: now(),
-                        message: format!("switching to the text tool protocol: {reason}"),
-                    })?;
+                    self.note(&format!("switching to the text tool protocol: {reason}"))?;
                     on(Event::SwitchedToText { reason: &reason });
                 }
-                Err(e) => {
-                    self.record(Record::Error {
-                        ts: now(),
-                        message: e.to_string(),
-                    })?;
-                    return Err(e.into());
+                Err(ClientError::ContextOverflow { body, .. }) if !overflowed => {
+                    // The server's count is the truth: the window is at most
+                    // what was just sent. Compact below it and try once more.
+                    overflowed = true;
+                    let sent = context::request_tokens(&self.history, &defs);
+                    self.window = Some(self.window.map_or(sent, |w| w.min(sent)));
+                    self.note(&format!(
+                        "the request did not fit the context window ({body}); compacting"
+                    ))?;
+                    self.fit(&defs, cancel, on).await?;
                 }
+                Err(e) => return self.fail(e.into()),
             }
         }
     }
 
     /// Native tool calls: returns the final answer when there are none.
+    /// Calls are kept in the history with arguments a server accepts; those
+    /// whose arguments were unusable do not run and tell the model why.
     async fn native_step(
         &mut self,
-        c: Completion,
+        mut c: Completion,
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<Option<String>, AgentError> {
+        if c.tool_calls.is_empty() && self.settings.protocol == Protocol::Auto {
+            self.take_inline_calls(&mut c);
+        }
+        let cut = c.finish_reason.as_deref() == Some("length");
         let content = (!c.content.is_empty()).then(|| c.content.clone());
+        let calls = sanitize::for_history(&c.tool_calls);
         self.push(Message::Assistant {
             content,
-            tool_calls: c.tool_calls.clone(),
+            tool_calls: calls.clone(),
         })?;
-        if c.tool_calls.is_empty() {
+        if calls.is_empty() {
             return Ok(Some(c.content));
         }
-        let results = self.run_calls(&c.tool_calls, cancel, on).await?;
-        for (call, result) in c.tool_calls.iter().zip(&results) {
+        let refused = c
+            .tool_calls
+            .iter()
+            .map(|raw| {
+                let args = &raw.function.arguments;
+                sanitize::problem(args).map(|p| sanitize::refusal(&p, args, cut))
+            })
+            .collect();
+        let results = self.run_calls(&calls, refused, cancel, on).await?;
+        for (call, result) in calls.iter().zip(&results) {
             let content = match result {
                 Some(r) => r.output.clone(),
                 None => "error: the call was cancelled by the user".to_string(),
@@ -256,6 +318,25 @@ impl Agent {
             return Err(AgentError::Cancelled);
         }
         Ok(None)
+    }
+
+    /// Under `protocol = "auto"`, a reply whose text is a tool call (bare
+    /// JSON, a fence, `<tool_call>` tags) becomes that call: small models
+    /// write them so when the server's parser misses their format.
+    fn take_inline_calls(&mut self, c: &mut Completion) {
+        let known = |name: &str| self.specs.iter().any(|t| t.def.name == name);
+        let Some((prose, found)) = textproto::inline_calls(&c.content, &known) else {
+            return;
+        };
+        c.tool_calls = found
+            .into_iter()
+            .map(|(name, args)| {
+                let id = format!("inline-{}", self.next_text_id);
+                self.next_text_id += 1;
+                ToolCall::new(id, name, serde_json::Value::Object(args).to_string())
+            })
+            .collect();
+        c.content = prose;
     }
 
     /// Text protocol: calls are parsed from the reply; results go back as a
@@ -291,7 +372,7 @@ impl Agent {
         if calls.is_empty() && malformed.is_empty() {
             return Ok(Some(c.content));
         }
-        let results = self.run_calls(&calls, cancel, on).await?;
+        let results = self.run_calls(&calls, Vec::new(), cancel, on).await?;
         let mut body = String::new();
         if !calls.is_empty() {
             let named: Vec<(String, Result<String, String>)> = calls

@@ -1,6 +1,6 @@
 //! One HTTP exchange, and the sorting of its failures into retryable or not.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
@@ -10,11 +10,13 @@ use super::request::describe;
 use super::retry::{Failure, parse_retry_after, retryable_status};
 use super::{Client, ClientError, ClientEvent, Completion};
 
-/// Sends the request once and reads the whole answer.
+/// Sends the request once and reads the whole answer. Until the answer
+/// starts, every wait ends at `deadline` too.
 pub(crate) async fn run(
     client: &Client,
     body: &[u8],
     tools_sent: bool,
+    deadline: Instant,
     on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
 ) -> Result<Completion, Failure> {
     let cfg = &client.cfg;
@@ -36,32 +38,48 @@ pub(crate) async fn run(
         builder = builder.bearer_auth(key);
     }
     let idle = cfg.idle_timeout;
-    let resp = match tokio::time::timeout(idle, builder.send()).await {
+    let resp = match within(idle, deadline, builder.send()).await {
         Ok(Ok(resp)) => resp,
         Ok(Err(e)) => return Err(Failure::transient(send_error(client, &e))),
-        Err(_) => return Err(Failure::transient(timeout(endpoint, "response", idle))),
+        Err(what) => return Err(Failure::transient(timeout_of(client, what))),
     };
-    let status = resp.status().as_u16();
     if !resp.status().is_success() {
         return Err(status_failure(client, resp, tools_sent).await);
     }
-    let is_json = resp
+    let kind = resp
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().starts_with("application/json"));
-    if cfg.stream && !is_json {
-        return super::sse::read(resp, endpoint, idle, on_event).await;
+        .map(|v| v.to_ascii_lowercase());
+    let is_json = kind.as_deref().is_some_and(|v| v.contains("json"));
+    // A server that streams without saying so is read as a stream; any
+    // other declared type is read whole and must still be JSON.
+    let is_sse = kind
+        .as_deref()
+        .is_none_or(|v| v.starts_with("text/event-stream"));
+    if cfg.stream && is_sse {
+        return super::sse::read(client, resp, deadline, on_event).await;
     }
-    let text = read_body(resp, endpoint, idle).await?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
-        Failure::fatal(malformed(
-            endpoint,
-            format!(
-                "http {status} response is not json ({e}): {}",
+    let text = read_body(client, resp, deadline).await?;
+    let value: Value = serde_json::from_str(&text).map_err(|_| {
+        let found = match kind.as_deref() {
+            Some(k) if k.contains("html") || text.trim_start().starts_with('<') => {
+                "an HTML page".to_string()
+            }
+            Some(k) if !is_json => format!(
+                "`{}` that is not JSON: {}",
+                k.split(';').next().unwrap_or(k),
                 excerpt(&text, cfg.api_key.as_deref())
             ),
-        ))
+            _ => format!(
+                "something that is not JSON: {}",
+                excerpt(&text, cfg.api_key.as_deref())
+            ),
+        };
+        Failure::fatal(ClientError::NotOpenAi {
+            endpoint: endpoint.to_string(),
+            found,
+        })
     })?;
     if value.get("error").is_some_and(|e| !e.is_null()) {
         let reason = format!(
@@ -83,19 +101,46 @@ pub(crate) async fn run(
 /// Reads a whole body; a body that stops coming is a timeout, one that is
 /// cut a (retryable) stream error.
 async fn read_body(
+    client: &Client,
     resp: reqwest::Response,
-    endpoint: &str,
-    idle: Duration,
+    deadline: Instant,
 ) -> Result<String, Failure> {
-    match tokio::time::timeout(idle, resp.text()).await {
+    match within(client.cfg.idle_timeout, deadline, resp.text()).await {
         Ok(Ok(text)) => Ok(text),
         Ok(Err(e)) => Err(Failure::transient(ClientError::Stream {
-            endpoint: endpoint.to_string(),
+            endpoint: client.endpoint.clone(),
             reason: format!("response body cut: {}", describe(&e)),
             attempts: 0,
+            earlier: Vec::new(),
         })),
-        Err(_) => Err(Failure::transient(timeout(endpoint, "response", idle))),
+        Err(what) => Err(Failure::transient(timeout_of(client, what))),
     }
+}
+
+/// Runs `fut` for at most `idle`, and not past `deadline`; the error says
+/// which ran out (`"response"` or `"request"`).
+pub(crate) async fn within<F: std::future::Future>(
+    idle: Duration,
+    deadline: Instant,
+    fut: F,
+) -> Result<F::Output, &'static str> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let (limit, what) = if left < idle {
+        (left, "request")
+    } else {
+        (idle, "response")
+    };
+    tokio::time::timeout(limit, fut).await.map_err(|_| what)
+}
+
+/// The timeout error for `what` ran out (see [`within`]).
+fn timeout_of(client: &Client, what: &'static str) -> ClientError {
+    let after = if what == "request" {
+        client.cfg.request_timeout
+    } else {
+        client.cfg.idle_timeout
+    };
+    timeout(&client.endpoint, what, after)
 }
 
 /// Sorts an error status: transient ones are retried (honouring
@@ -116,6 +161,13 @@ async fn status_failure(client: &Client, resp: reqwest::Response, tools_sent: bo
         _ => String::new(),
     };
     let body = excerpt(&text, client.cfg.api_key.as_deref());
+    if matches!(status, 400 | 413 | 422) && overflows_context(&text) {
+        return Failure::fatal(ClientError::ContextOverflow {
+            endpoint,
+            status,
+            body,
+        });
+    }
     if tools_sent && matches!(status, 400 | 404 | 422) && rejects_tools(&text) {
         return Failure::fatal(ClientError::ToolsRejected {
             endpoint,
@@ -123,21 +175,69 @@ async fn status_failure(client: &Client, resp: reqwest::Response, tools_sent: bo
             body,
         });
     }
+    let tool_parse = tools_sent && status == 500 && fails_tool_parsing(&text);
     let error = ClientError::Status {
         endpoint,
         status,
         body,
+        hint: status_hint(&client.cfg, status),
         attempts: 0,
+        earlier: Vec::new(),
     };
-    if retryable_status(status) {
-        Failure {
-            error,
-            retry: true,
-            retry_after,
-        }
-    } else {
-        Failure::fatal(error)
+    Failure {
+        error,
+        retry: retryable_status(status),
+        retry_after,
+        tool_parse,
     }
+}
+
+/// What to check after an error status the user can fix.
+fn status_hint(cfg: &super::ClientConfig, status: u16) -> String {
+    let var = cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+    match status {
+        401 | 403 if cfg.api_key.is_some() => {
+            format!(" (the key comes from ${var}: check that it is valid for this server)")
+        }
+        401 | 403 => format!(" (no API key was sent: set ${var})"),
+        404 => format!(
+            " (the model `{}` was asked for: check the model name, and that the base URL ends \
+             in /v1)",
+            cfg.model
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Whether an error body says the prompt does not fit the context window
+/// (OpenAI `context_length_exceeded`, vLLM "maximum context length",
+/// llama.cpp "exceeds the available context size", …).
+pub(crate) fn overflows_context(body: &str) -> bool {
+    let body = body.to_lowercase();
+    [
+        "context length",
+        "context_length",
+        "context window",
+        "context size",
+        "maximum context",
+        "too many tokens",
+        "prompt is too long",
+        "exceed_context",
+    ]
+    .iter()
+    .any(|m| body.contains(m))
+}
+
+/// Whether a 500 says the server could not parse the model's tool call
+/// (llama.cpp "Failed to parse tool call arguments as JSON", …): one retry
+/// may get a better-formed call; a second failure means the server's
+/// tool-call parser does not suit this model.
+fn fails_tool_parsing(body: &str) -> bool {
+    let body = body.to_lowercase();
+    ["tool call", "tool_call", "function call"]
+        .iter()
+        .any(|m| body.contains(m))
+        && body.contains("pars")
 }
 
 /// Whether an error body says the server cannot take `tools` (llama.cpp
@@ -172,6 +272,7 @@ fn send_error(client: &Client, e: &reqwest::Error) -> ClientError {
         endpoint,
         reason: describe(e),
         attempts: 0,
+        earlier: Vec::new(),
     }
 }
 
@@ -181,6 +282,7 @@ fn timeout(endpoint: &str, what: &'static str, after: Duration) -> ClientError {
         what,
         after,
         attempts: 0,
+        earlier: Vec::new(),
     }
 }
 

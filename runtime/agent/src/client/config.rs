@@ -24,6 +24,14 @@ pub struct ClientConfig {
     /// Maximum wait for the response head, and between two stream chunks:
     /// a slow model is fine as long as it keeps talking.
     pub idle_timeout: Duration,
+    /// Deadline of a request until its answer starts, all attempts and
+    /// pauses included: a server that never answers fails within it. Once
+    /// the answer streams, only `idle_timeout` applies, so that a long
+    /// answer is never cut.
+    pub request_timeout: Duration,
+    /// The environment variable the key comes from, named when the server
+    /// refuses the key (401/403).
+    pub api_key_env: Option<String>,
     /// Attempts in total, the first one included (0 counts as 1).
     pub max_attempts: u32,
     /// Upper bound of the first backoff; doubled at each retry.
@@ -34,8 +42,8 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// Settings for `model` at `base_url`, streaming, with the default
-    /// timeouts (connect 10 s, idle 120 s) and retries (5 attempts, backoff
-    /// from 500 ms up to 30 s).
+    /// timeouts (connect 10 s, idle 120 s, request 300 s) and retries (5
+    /// attempts, backoff from 500 ms up to 30 s).
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> ClientConfig {
         ClientConfig {
             base_url: base_url.into(),
@@ -44,6 +52,8 @@ impl ClientConfig {
             stream: true,
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(300),
+            api_key_env: None,
             max_attempts: 5,
             backoff_base: Duration::from_millis(500),
             backoff_max: Duration::from_secs(30),
@@ -61,6 +71,8 @@ impl fmt::Debug for ClientConfig {
             .field("stream", &self.stream)
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("api_key_env", &self.api_key_env)
             .field("max_attempts", &self.max_attempts)
             .field("backoff_base", &self.backoff_base)
             .field("backoff_max", &self.backoff_max)

@@ -9,52 +9,77 @@ use serde_json::Value;
 const EXCERPT_CHARS: usize = 400;
 
 /// A failed completion. Every message names the endpoint; none contains the
-/// API key.
+/// API key. After retries, `earlier` holds the cause of each failed attempt
+/// but the last, so that the message names every one.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The server answered with an error status (after retries for 408, 409,
     /// 429 and 5xx). `body` is the server's `error.message` when it sent
-    /// JSON, else an excerpt of the body.
-    #[error("{endpoint} answered http {status}{}: {body}", Attempts(*.attempts))]
+    /// JSON, else an excerpt of the body; `hint` says what to check (the
+    /// model name after a 404, the key variable after a 401).
+    #[error("{endpoint} answered http {status}{}: {body}{hint}", Attempts(*.attempts, .earlier))]
     Status {
         endpoint: String,
         status: u16,
         body: String,
+        hint: String,
         attempts: u32,
+        earlier: Vec<String>,
     },
-    /// No connection (`"connect"`), no response head (`"response"`) or no
-    /// stream chunk (`"stream"`) within `after`.
-    #[error("{endpoint}: {what} timed out after {}{}", Secs(*.after), Attempts(*.attempts))]
+    /// No connection (`"connect"`), no response head (`"response"`), no
+    /// stream chunk (`"stream"`) within `after`, or no answer within the
+    /// request's deadline (`"request"`).
+    #[error("{endpoint}: {what} timed out after {}{}{}", Secs(*.after), Attempts(*.attempts, .earlier), deadline_hint(.what))]
     Timeout {
         endpoint: String,
         what: &'static str,
         after: Duration,
         attempts: u32,
+        earlier: Vec<String>,
     },
     /// The server could not be reached.
-    #[error("cannot connect to {endpoint}{}: {reason}", Attempts(*.attempts))]
+    #[error("cannot connect to {endpoint}{}: {reason}", Attempts(*.attempts, .earlier))]
     Connect {
         endpoint: String,
         reason: String,
         attempts: u32,
+        earlier: Vec<String>,
     },
     /// The stream was cut (after all retries), malformed, or carried an
     /// `error` object.
-    #[error("stream from {endpoint} failed{}: {reason}", Attempts(*.attempts))]
+    #[error("stream from {endpoint} failed{}: {reason}", Attempts(*.attempts, .earlier))]
     Stream {
         endpoint: String,
         reason: String,
         attempts: u32,
+        earlier: Vec<String>,
     },
     /// The server refused the `tools` field (400/404/422 mentioning tools
-    /// or functions): the model or server has no native tool calling, so the
-    /// caller should switch to the text tool protocol. Never retried.
+    /// or functions), or failed twice to parse the model's tool calls (500):
+    /// the caller should switch to the text tool protocol. Never retried.
     #[error("{endpoint} rejected native tool calling (http {status}): {body}")]
     ToolsRejected {
         endpoint: String,
         status: u16,
         body: String,
     },
+    /// The request does not fit in the model's context window (a 400 saying
+    /// so): the conversation must be shortened. Never retried as is.
+    #[error(
+        "{endpoint}: the conversation exceeds the model's context window (http {status}): {body}"
+    )]
+    ContextOverflow {
+        endpoint: String,
+        status: u16,
+        body: String,
+    },
+    /// A 200 whose body is not chat completions (an HTML page, plain text):
+    /// the base URL points somewhere else. Never retried.
+    #[error(
+        "{endpoint} answered {found}: this is not an OpenAI-compatible endpoint: check the \
+         base URL (it usually ends in /v1, e.g. http://127.0.0.1:8080/v1)"
+    )]
+    NotOpenAi { endpoint: String, found: String },
     /// The configuration or a response could not be understood.
     #[error("{endpoint}: {reason}")]
     Malformed { endpoint: String, reason: String },
@@ -73,14 +98,29 @@ impl ClientError {
         )
     }
 
-    /// Records how many attempts were made before giving up.
-    pub(crate) fn with_attempts(mut self, n: u32) -> ClientError {
+    /// Records how many attempts were made before giving up, and the causes
+    /// of the failed attempts before the last.
+    pub(crate) fn with_attempts(mut self, n: u32, causes: Vec<String>) -> ClientError {
         match &mut self {
-            ClientError::Status { attempts, .. }
-            | ClientError::Timeout { attempts, .. }
-            | ClientError::Connect { attempts, .. }
-            | ClientError::Stream { attempts, .. } => *attempts = n,
-            ClientError::ToolsRejected { .. } | ClientError::Malformed { .. } => {}
+            ClientError::Status {
+                attempts, earlier, ..
+            }
+            | ClientError::Timeout {
+                attempts, earlier, ..
+            }
+            | ClientError::Connect {
+                attempts, earlier, ..
+            }
+            | ClientError::Stream {
+                attempts, earlier, ..
+            } => {
+                *attempts = n;
+                *earlier = causes;
+            }
+            ClientError::ToolsRejected { .. }
+            | ClientError::ContextOverflow { .. }
+            | ClientError::NotOpenAi { .. }
+            | ClientError::Malformed { .. } => {}
         }
         self
     }
@@ -89,28 +129,51 @@ impl ClientError {
     /// reasons: the caller knows where it is talking to.
     pub(crate) fn brief(&self) -> String {
         match self {
-            ClientError::Status { status, body, .. } => format!("http {status}: {body}"),
+            ClientError::Status { status, body, .. }
+            | ClientError::ToolsRejected { status, body, .. }
+            | ClientError::ContextOverflow { status, body, .. } => format!("http {status}: {body}"),
             ClientError::Timeout { what, after, .. } => {
                 format!("{what} timed out after {}", Secs(*after))
             }
             ClientError::Connect { reason, .. } => format!("cannot connect: {reason}"),
-            ClientError::Stream { reason, .. } => reason.clone(),
-            ClientError::ToolsRejected { status, body, .. } => format!("http {status}: {body}"),
-            ClientError::Malformed { reason, .. } => reason.clone(),
+            ClientError::Stream { reason, .. } | ClientError::Malformed { reason, .. } => {
+                reason.clone()
+            }
+            ClientError::NotOpenAi { found, .. } => {
+                format!("not an OpenAI-compatible answer: {found}")
+            }
         }
     }
 }
 
-/// ` after N attempts` when more than one attempt was made.
-struct Attempts(u32);
+/// What to change when the whole request ran out of time.
+fn deadline_hint(what: &str) -> &'static str {
+    if what == "request" {
+        " (raise `request_timeout` in [model] for a slow server)"
+    } else {
+        ""
+    }
+}
 
-impl fmt::Display for Attempts {
+/// ` after N attempts` when more than one attempt was made, with the causes
+/// of the attempts before the last: ` after 3 attempts (attempt 1: http 500:
+/// boom; attempt 2: stream cut)`.
+struct Attempts<'a>(u32, &'a [String]);
+
+impl fmt::Display for Attempts<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 > 1 {
-            write!(f, " after {} attempts", self.0)
-        } else {
-            Ok(())
+        if self.0 <= 1 {
+            return Ok(());
         }
+        write!(f, " after {} attempts", self.0)?;
+        if !self.1.is_empty() {
+            let causes: Vec<String> = (1..)
+                .zip(self.1)
+                .map(|(i, c)| format!("attempt {i}: {}", truncate(c, 160)))
+                .collect();
+            write!(f, " ({})", causes.join("; "))?;
+        }
+        Ok(())
     }
 }
 

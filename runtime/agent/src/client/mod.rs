@@ -7,15 +7,19 @@
 //! - `attempt`: one HTTP exchange and the sorting of its failures.
 //! - `sse`: assembling a streamed answer (text, tool-call deltas, usage).
 //! - `reply`: reading a whole answer; JSON helpers.
+//! - `models`: the context window a server reports in `/models`.
 //! - `retry`: backoff with jitter, `Retry-After`.
+//! - `shown`: text reported once across retries.
 //! - `error`: [`ClientError`] and body excerpts.
 
 mod attempt;
 mod config;
 mod error;
+mod models;
 mod reply;
 mod request;
 mod retry;
+mod shown;
 mod sse;
 mod types;
 

@@ -1,11 +1,13 @@
 //! The client: building the request and retrying failed attempts.
 
 use std::fmt;
+use std::time::Instant;
 
 use reqwest::Url;
 use serde_json::{Value, json};
 
 use super::retry::{self, Failure};
+use super::shown::Shown;
 use super::{ClientConfig, ClientError, ClientEvent, Completion, Request};
 use crate::ToolDef;
 
@@ -69,8 +71,12 @@ impl Client {
     /// Asks for the next assistant message, reporting text as it streams in
     /// and each retry before its pause.
     ///
-    /// Connection errors, timeouts, 408/409/429/5xx and cut streams are
-    /// retried up to `max_attempts` in total; other errors return at once.
+    /// Connection errors, timeouts, 408/409/429/5xx, cut streams and error
+    /// events in a stream are retried up to `max_attempts` in total, and
+    /// while the `request_timeout` deadline is not reached; other errors
+    /// return at once. A server that twice fails to parse the model's tool
+    /// call gives [`ClientError::ToolsRejected`]. Text is reported once: a
+    /// retried answer is reported from where the earlier attempt stopped.
     pub async fn complete(
         &self,
         req: Request<'_>,
@@ -84,25 +90,56 @@ impl Client {
         })?;
         let tools_sent = !req.tools.is_empty();
         let max_attempts = self.cfg.max_attempts.max(1);
+        let deadline = Instant::now() + self.cfg.request_timeout;
+        let mut shown = Shown::default();
+        let mut causes: Vec<String> = Vec::new();
+        let mut tool_parse_failures = 0;
         let mut attempt = 1;
         loop {
+            shown.restart();
+            let outcome = {
+                let mut report = |e: ClientEvent<'_>| match e {
+                    ClientEvent::Text(t) => shown.text(t, &mut *on_event),
+                    other => on_event(other),
+                };
+                super::attempt::run(self, &body, tools_sent, deadline, &mut report).await
+            };
             let Failure {
                 error,
                 retry,
                 retry_after,
-            } = match super::attempt::run(self, &body, tools_sent, &mut *on_event).await {
+                tool_parse,
+            } = match outcome {
                 Ok(completion) => return Ok(completion),
                 Err(failure) => failure,
             };
-            if !retry || attempt >= max_attempts {
-                return Err(error.with_attempts(attempt));
+            if tool_parse {
+                tool_parse_failures += 1;
+                if tool_parse_failures >= 2 {
+                    let (status, body) = match &error {
+                        ClientError::Status { status, body, .. } => (*status, body.clone()),
+                        other => (500, other.brief()),
+                    };
+                    return Err(ClientError::ToolsRejected {
+                        endpoint: self.endpoint.clone(),
+                        status,
+                        body,
+                    });
+                }
             }
             let wait = retry::wait(&self.cfg, attempt, retry_after);
+            // No retry whose pause would end past the deadline.
+            let too_late = Instant::now() + wait >= deadline;
+            if !retry || attempt >= max_attempts || too_late {
+                return Err(error.with_attempts(attempt, causes));
+            }
+            let reason = error.brief();
             on_event(ClientEvent::Retry {
                 attempt: attempt + 1,
                 wait,
-                reason: error.brief(),
+                reason: reason.clone(),
             });
+            causes.push(reason);
             tokio::time::sleep(wait).await;
             attempt += 1;
         }

@@ -15,6 +15,8 @@ pub(crate) struct Failure {
     pub retry: bool,
     /// The server's `Retry-After`, when it sent one.
     pub retry_after: Option<Duration>,
+    /// The server could not parse the model's tool call (retried once only).
+    pub tool_parse: bool,
 }
 
 impl Failure {
@@ -24,6 +26,7 @@ impl Failure {
             error,
             retry: true,
             retry_after: None,
+            tool_parse: false,
         }
     }
 
@@ -33,6 +36,7 @@ impl Failure {
             error,
             retry: false,
             retry_after: None,
+            tool_parse: false,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Assembling a streamed answer from `chat.completion.chunk` events.
 
-use std::time::Duration;
+use std::time::Instant;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
@@ -9,37 +9,56 @@ use serde_json::Value;
 use super::error::{server_message, truncate};
 use super::reply::{arguments, finish_reason, string, usage};
 use super::retry::Failure;
-use super::{ClientError, ClientEvent, Completion};
+use super::{Client, ClientError, ClientEvent, Completion};
 use crate::{ToolCall, Usage};
 
 /// Reads the SSE body of `resp` to the end, reporting text as it arrives.
 ///
-/// Every chunk must come within `idle`. A stream that stops before `[DONE]`
-/// is accepted once a `finish_reason` was seen (some servers drop the
-/// connection right after it); otherwise it is a cut stream, worth a retry.
+/// Every chunk must come within `idle`, and before the answer starts, not
+/// after `deadline`. A stream that stops before `[DONE]` is accepted once a
+/// `finish_reason` was seen (some servers drop the connection right after
+/// it); otherwise it is a cut stream, worth a retry. So is an `error` event:
+/// servers report their own failures mid-stream that way.
 pub(crate) async fn read(
+    client: &Client,
     resp: reqwest::Response,
-    endpoint: &str,
-    idle: Duration,
+    deadline: Instant,
     on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
 ) -> Result<Completion, Failure> {
+    let endpoint = client.endpoint.as_str();
+    let idle = client.cfg.idle_timeout;
     let stream_error = |reason: String| ClientError::Stream {
         endpoint: endpoint.to_string(),
         reason,
         attempts: 0,
+        earlier: Vec::new(),
     };
     let mut events = resp.bytes_stream().eventsource();
     let mut asm = Assembler::default();
     loop {
-        let next = match tokio::time::timeout(idle, events.next()).await {
+        let waited = if asm.started() {
+            tokio::time::timeout(idle, events.next())
+                .await
+                .map_err(|_| "stream")
+        } else {
+            super::attempt::within(idle, deadline, events.next())
+                .await
+                .map_err(|what| if what == "request" { what } else { "stream" })
+        };
+        let next = match waited {
             Ok(next) => next,
             Err(_) if asm.finished() => return Ok(asm.finish()),
-            Err(_) => {
+            Err(what) => {
                 return Err(Failure::transient(ClientError::Timeout {
                     endpoint: endpoint.to_string(),
-                    what: "stream",
-                    after: idle,
+                    what,
+                    after: if what == "request" {
+                        client.cfg.request_timeout
+                    } else {
+                        idle
+                    },
                     attempts: 0,
+                    earlier: Vec::new(),
                 }));
             }
         };
@@ -76,8 +95,15 @@ pub(crate) async fn read(
         })?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             let message = server_message(&chunk).unwrap_or_default();
+            if super::attempt::overflows_context(&message) {
+                return Err(Failure::fatal(ClientError::ContextOverflow {
+                    endpoint: endpoint.to_string(),
+                    status: 200,
+                    body: truncate(&message, 400),
+                }));
+            }
             let reason = format!("server error in stream: {}", truncate(&message, 400));
-            return Err(Failure::fatal(stream_error(reason)));
+            return Err(Failure::transient(stream_error(reason)));
         }
         asm.push(&chunk, on_event);
     }
@@ -105,6 +131,11 @@ impl Assembler {
     /// Whether the model said it was done (a `finish_reason` was seen).
     pub fn finished(&self) -> bool {
         self.finish_reason.is_some()
+    }
+
+    /// Whether the answer started: text or a tool call arrived.
+    pub fn started(&self) -> bool {
+        !self.content.is_empty() || !self.calls.is_empty()
     }
 
     /// Adds one chunk: text is reported and appended, tool-call deltas are

@@ -21,13 +21,17 @@ pub enum ClientEvent<'a> {
     /// at once when not streaming).
     Text(&'a str),
     /// The attempt failed and attempt number `attempt` (2 for the first
-    /// retry) starts after `wait`. Text reported before a retry is void:
-    /// the whole answer is asked for again.
+    /// retry) starts after `wait`. The whole answer is asked for again, but
+    /// text already reported is not reported twice: the new attempt's text
+    /// is reported from where the earlier one stopped.
     Retry {
         attempt: u32,
         wait: Duration,
         reason: String,
     },
+    /// A retried answer differs from the text already reported: what was
+    /// shown is void, and the new answer follows from its start.
+    Restart,
 }
 
 /// The model's whole answer.

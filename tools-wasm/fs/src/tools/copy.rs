@@ -14,18 +14,14 @@ use crate::text::human_size;
 
 pub const TOOL: Tool = Tool {
     name: "copy",
-    description: "Copy a file, or a directory with everything in it, to a new path. `to` is \
-        the full destination path, not a directory to copy into (to copy a.txt into docs/, \
-        use to=\"docs/a.txt\"); missing parent directories are created. Symlinks are copied \
-        as symlinks, never followed; symlinks leading outside the directories this tool may \
-        access are not copied. An existing destination is an error unless overwrite \
-        is true: then a file is replaced, and a directory is merged into the existing one.",
+    description: "Copy a file or directory. `to` is the full destination path, not a folder \
+        to copy into. Fails if it exists, unless overwrite.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "from": {"type": "string", "minLength": 1, "description": "File, symlink or directory to copy."},
+    "from": {"type": "string", "minLength": 1, "description": "What to copy."},
     "to": {"type": "string", "minLength": 1, "description": "Full destination path."},
-    "overwrite": {"type": "boolean", "description": "Replace existing files at the destination. Default false."}
+    "overwrite": {"type": "boolean", "description": "Replace what exists at the destination."}
   },
   "required": ["from", "to"],
   "additionalProperties": false

@@ -12,15 +12,13 @@ use crate::{Tool, paths};
 
 pub const TOOL: Tool = Tool {
     name: "delete",
-    description: "Delete a file, a symlink (the link only, never its target) or a directory. \
-        A directory that is not empty is only deleted with recursive=true, which removes \
-        everything in it. The root of a granted directory (such as \".\") cannot be \
-        deleted. There is no undo.",
+    description: "Delete a file, symlink or directory; a non-empty directory needs \
+        recursive=true. There is no undo.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File, symlink or directory to delete."},
-    "recursive": {"type": "boolean", "description": "Allow deleting a non-empty directory and all its contents. Default false."}
+    "path": {"type": "string", "minLength": 1, "description": "What to delete."},
+    "recursive": {"type": "boolean", "description": "Also delete a non-empty directory's contents."}
   },
   "required": ["path"],
   "additionalProperties": false

@@ -11,18 +11,16 @@ use crate::{Tool, paths};
 
 pub const TOOL: Tool = Tool {
     name: "edit_file",
-    description: "Edit a text file by replacing an exact piece of text. old_text must match \
-        the file exactly (whitespace and indentation included, without the line-number \
-        prefixes read_file shows) and, unless replace_all is true, exactly once: include \
-        enough surrounding lines to make it unique. Read the file first. Returns the \
-        lines that changed.",
+    description: "Replace an exact piece of text in a file. old_text must match the file \
+        exactly (indentation included, no line numbers) and only once, unless replace_all. \
+        Read the file first.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to edit."},
-    "old_text": {"type": "string", "minLength": 1, "description": "Exact text to find, copied from the file."},
-    "new_text": {"type": "string", "description": "Text to put in its place (may be empty to delete)."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one. Default false."}
+    "path": {"type": "string", "minLength": 1, "description": "File path."},
+    "old_text": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
+    "new_text": {"type": "string", "description": "Replacement (may be empty)."},
+    "replace_all": {"type": "boolean", "description": "Replace every occurrence."}
   },
   "required": ["path", "old_text", "new_text"],
   "additionalProperties": false

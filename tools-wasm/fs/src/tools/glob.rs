@@ -18,22 +18,16 @@ const MAX_RESULTS: usize = 1000;
 
 pub const TOOL: Tool = Tool {
     name: "glob",
-    description: "Find files by path pattern. Returns matching file paths (relative to the \
-        workspace, ready for read_file), one per line, sorted; `.git` is skipped and \
-        symlinked directories are not followed. Like ripgrep, skips what .gitignore, .ignore \
-        and .git/info/exclude files ignore, and hidden files and directories; the output says \
-        how many entries were skipped, and no_ignore / hidden include them. Patterns match the whole path below `path`: \
-        `*` and `?` stay within one directory, `**` spans any number of directories, \
-        `{a,b}` is either, `[abc]` a set. Examples: `**/*.rs`, `src/*.{rs,toml}`, \
-        `**/test_*.py`. `*.rs` matches only at the top level. At most 1000 results. To \
-        search file contents use grep.",
+    description: "Find files by path pattern, e.g. `**/*.rs` or `src/*.{rs,toml}` (`*.rs` \
+        matches the top level only). Skips hidden and ignored files unless hidden / \
+        no_ignore.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Glob pattern, relative to path, e.g. \"**/*.rs\"."},
-    "path": {"type": "string", "minLength": 1, "description": "Directory to search in. Default \".\" (the workspace)."},
-    "no_ignore": {"type": "boolean", "description": "Also list what .gitignore, .ignore and .git/info/exclude files ignore (build output, dependencies, logs). Default false."},
-    "hidden": {"type": "boolean", "description": "Also list hidden files and directories (names starting with '.'); `.git` is never listed. Default false."}
+    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Glob, relative to path."},
+    "path": {"type": "string", "minLength": 1, "description": "Directory (default .)."},
+    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
+    "hidden": {"type": "boolean", "description": "Include hidden files."}
   },
   "required": ["pattern"],
   "additionalProperties": false

@@ -22,26 +22,18 @@ const MAX_LINE_CHARS: usize = 300;
 
 pub const TOOL: Tool = Tool {
     name: "grep",
-    description: "Search file contents for a regular expression (Rust regex syntax, matched \
-        line by line). Returns `path:line: text` for each matching line, files in name \
-        order. Searches a directory recursively or a single file of any size. Like ripgrep, a \
-        directory search skips what .gitignore, .ignore and .git/info/exclude files ignore \
-        (theirs and those of parent directories), hidden files and directories, `.git`, \
-        symlinks, binary files and files over 16 MiB; the output says how many entries the \
-        rules skipped, and no_ignore / hidden include them. Narrow it with include, a glob \
-        on file names such as \"*.rs\" or \"*.{ts,tsx}\". Stops after max_matches lines, \
-        and returns what it found so far if the search runs long. To find files by name \
-        use glob.",
+    description: "Search file contents for a regex (Rust syntax, per line); returns \
+        `path:line: text`. Skips hidden, ignored and binary files unless hidden / no_ignore.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression, e.g. \"fn\\s+main\" or \"TODO|FIXME\", matched within one line (no \\n). Escape regex characters to search literal text."},
-    "path": {"type": "string", "minLength": 1, "description": "File or directory to search. Default \".\" (the workspace)."},
-    "include": {"type": "string", "minLength": 1, "description": "Only search files whose name matches this glob, e.g. \"*.rs\". A glob containing '/' is matched against the path relative to path instead."},
-    "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
-    "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many matching lines. Default 200."},
-    "no_ignore": {"type": "boolean", "description": "Also search what .gitignore, .ignore and .git/info/exclude files ignore (build output, dependencies, logs). Default false."},
-    "hidden": {"type": "boolean", "description": "Also search hidden files and directories (names starting with '.'); `.git` is never searched. Default false."}
+    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression."},
+    "path": {"type": "string", "minLength": 1, "description": "File or directory (default .)."},
+    "include": {"type": "string", "minLength": 1, "description": "Glob on file names, e.g. *.rs."},
+    "case_insensitive": {"type": "boolean", "description": "Ignore case."},
+    "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many lines (default 200)."},
+    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
+    "hidden": {"type": "boolean", "description": "Include hidden files."}
   },
   "required": ["pattern"],
   "additionalProperties": false

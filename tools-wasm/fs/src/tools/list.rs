@@ -22,21 +22,15 @@ const MAX_PER_SUBDIR: usize = 200;
 
 pub const TOOL: Tool = Tool {
     name: "list_files",
-    description: "List a directory as an indented tree: directories first (marked with a \
-        trailing /), then files, each group alphabetical; symlinks shown as `name -> target` \
-        and not followed. Directories at the depth limit show how many entries they hold. \
-        `.git` is skipped; like ripgrep, so is what .gitignore, .ignore and .git/info/exclude \
-        files ignore, and hidden entries: the output says how many, and no_ignore / hidden \
-        include them. At most 1000 entries (200 per subdirectory); list a subdirectory \
-        to see more. Use glob \
-        to find files by name pattern.",
+    description: "List a directory as a tree; directories end in /. Skips .git, hidden and \
+        ignored entries unless hidden / no_ignore.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "Directory to list. Default \".\" (the workspace)."},
-    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How many levels to show; 1 lists only the directory's own entries. Default 2."},
-    "no_ignore": {"type": "boolean", "description": "Also list what .gitignore, .ignore and .git/info/exclude files ignore (build output, dependencies, logs). Default false."},
-    "hidden": {"type": "boolean", "description": "Also list hidden files and directories (names starting with '.'); `.git` is never listed. Default false."}
+    "path": {"type": "string", "minLength": 1, "description": "Directory (default .)."},
+    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to show (default 2)."},
+    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
+    "hidden": {"type": "boolean", "description": "Include hidden files."}
   },
   "additionalProperties": false
 }"#,

@@ -10,9 +10,7 @@ use crate::{Tool, paths};
 
 pub const TOOL: Tool = Tool {
     name: "mkdir",
-    description: "Create a directory, including any missing parent directories. Succeeds \
-        without change if the directory already exists. (write_file creates parent \
-        directories by itself; use mkdir for empty directories.)",
+    description: "Create a directory and any missing parents; an existing one is fine.",
     schema: r#"{
   "type": "object",
   "properties": {

@@ -15,17 +15,14 @@ use crate::paths::{self, is_within, normalize};
 
 pub const TOOL: Tool = Tool {
     name: "move",
-    description: "Move or rename a file, symlink or directory. `to` is the full new path, \
-        not a directory to move into (to move a.txt into docs/, use to=\"docs/a.txt\"); \
-        missing parent directories are created. An existing destination is an error unless \
-        overwrite is true, which replaces a file or an empty directory (never a non-empty \
-        one).",
+    description: "Move or rename a file or directory. `to` is the full new path, not a \
+        folder to move into. Fails if it exists, unless overwrite.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "from": {"type": "string", "minLength": 1, "description": "File, symlink or directory to move."},
+    "from": {"type": "string", "minLength": 1, "description": "What to move."},
     "to": {"type": "string", "minLength": 1, "description": "Full new path."},
-    "overwrite": {"type": "boolean", "description": "Replace an existing file or empty directory at the destination. Default false."}
+    "overwrite": {"type": "boolean", "description": "Replace an existing file or empty directory."}
   },
   "required": ["from", "to"],
   "additionalProperties": false

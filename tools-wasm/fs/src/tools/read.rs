@@ -23,17 +23,14 @@ const MAX_OUTPUT_BYTES: usize = 128 * 1024;
 
 pub const TOOL: Tool = Tool {
     name: "read_file",
-    description: "Read a text file. Returns its lines numbered like `cat -n` (line number, \
-        tab, text). Shows at most 2000 lines per call (lines over 2000 characters are cut); \
-        use offset and limit to page through long files, as the note at the end says. \
-        Binary files are refused. The line numbers are not part of the file: do not copy \
-        them into edit_file's old_text.",
+    description: "Read a text file. Lines come numbered like `cat -n`; the numbers are not \
+        part of the file. At most 2000 lines per call: page with offset and limit.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to read, relative to the workspace (or absolute inside a granted directory)."},
-    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start from. Default 1."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Maximum number of lines to return. Default 2000."}
+    "path": {"type": "string", "minLength": 1, "description": "File path."},
+    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Lines to return (default 2000)."}
   },
   "required": ["path"],
   "additionalProperties": false

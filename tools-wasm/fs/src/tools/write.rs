@@ -10,14 +10,13 @@ use crate::{Tool, paths};
 
 pub const TOOL: Tool = Tool {
     name: "write_file",
-    description: "Write a text file, replacing all of its contents, or create it (and any \
-        missing parent directories). For changes to part of an existing file prefer \
-        edit_file, which does not need the whole file resent.",
+    description: "Create a text file or replace all of its content; missing parent \
+        directories are created. To change part of a file use edit_file.",
     schema: r#"{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to write, relative to the workspace (or absolute inside a granted directory)."},
-    "content": {"type": "string", "description": "The complete new contents of the file."}
+    "path": {"type": "string", "minLength": 1, "description": "File path."},
+    "content": {"type": "string", "description": "The whole new content."}
   },
   "required": ["path", "content"],
   "additionalProperties": false

@@ -1,0 +1,340 @@
+//! Context that never overflows: every request is estimated before it is
+//! sent, and when it would not fit the model's window the older turns are
+//! compacted — old tool outputs shortened first, then the older part of the
+//! conversation replaced by a summary written by the model. The transcript
+//! keeps everything; only what is sent shrinks.
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, AgentError, Event};
+use crate::client::Request;
+use crate::{Message, ToolDef};
+
+/// Bytes per token assumed by the estimate: tokenizers average about 4
+/// bytes per token on English and code, so 3 overestimates, which is the
+/// safe side.
+const BYTES_PER_TOKEN: u64 = 3;
+
+/// Requests estimated above this many tokens ask the server for the window
+/// when none is configured; smaller ones fit every model.
+const PROBE_ABOVE: u64 = 3_000;
+
+/// A tool output longer than this is shortened when compacting.
+const SHORT_OUTPUT: usize = 600;
+
+/// The estimated tokens of a message (its JSON, plus a few for framing).
+pub(super) fn message_tokens(m: &Message) -> u64 {
+    let bytes = serde_json::to_string(m).map_or(0, |s| s.len()) as u64;
+    bytes.div_ceil(BYTES_PER_TOKEN) + 4
+}
+
+/// The estimated prompt tokens of a request.
+pub(crate) fn request_tokens(history: &[Message], tools: &[ToolDef]) -> u64 {
+    let tools: u64 = tools
+        .iter()
+        .map(|t| (t.to_json().to_string().len() as u64).div_ceil(BYTES_PER_TOKEN))
+        .sum();
+    history.iter().map(message_tokens).sum::<u64>() + tools
+}
+
+/// The prompt budget of a window: what is left after room for the answer.
+fn budget(window: u64) -> u64 {
+    window - (window / 4).min(4_096)
+}
+
+impl Agent {
+    /// Compacts the conversation when the next request would not fit.
+    pub(super) async fn fit(
+        &mut self,
+        tools: &[ToolDef],
+        cancel: &CancellationToken,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
+    ) -> Result<(), AgentError> {
+        let used = request_tokens(&self.history, tools);
+        if self.window.is_none() && !self.window_probed && used > PROBE_ABOVE {
+            self.window_probed = true;
+            self.window = self.client.context_window().await;
+        }
+        let Some(window) = self.window else {
+            return Ok(());
+        };
+        if used <= budget(window) {
+            return Ok(());
+        }
+        // Well below the budget, so that the next turns fit too.
+        let target = budget(window) * 7 / 10;
+        self.compact(target, budget(window), tools, cancel, on)
+            .await
+    }
+
+    /// Compacts the conversation now, to about half its size (`/compact`).
+    pub async fn compact_now(
+        &mut self,
+        cancel: &CancellationToken,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
+    ) -> Result<(), AgentError> {
+        let tools: Vec<ToolDef> = if self.text_mode {
+            Vec::new()
+        } else {
+            self.specs.iter().map(|t| t.def.clone()).collect()
+        };
+        // Half of the conversation; the system prompt and tools stay.
+        let fixed = request_tokens(&self.history[..1], &tools);
+        let total = request_tokens(&self.history, &tools);
+        let target = fixed + (total - fixed) / 2;
+        self.compact(target, total, &tools, cancel, on).await
+    }
+
+    /// Shrinks the history towards `target` estimated tokens: old tool
+    /// outputs first, then a summary of the older turns; then, only if it
+    /// is still over `limit`, the latest outputs too.
+    async fn compact(
+        &mut self,
+        target: u64,
+        limit: u64,
+        tools: &[ToolDef],
+        cancel: &CancellationToken,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
+    ) -> Result<(), AgentError> {
+        let before = request_tokens(&self.history, tools);
+        let recent = self.last_turn_start();
+        self.shorten_outputs(1..recent, target, tools);
+        if request_tokens(&self.history, tools) > target {
+            self.summarize(target, tools, cancel).await?;
+        }
+        if request_tokens(&self.history, tools) > limit {
+            let all = 1..self.history.len();
+            self.shorten_outputs(all, target, tools);
+        }
+        let after = request_tokens(&self.history, tools);
+        if after < before {
+            self.note(&format!(
+                "context compacted from about {before} to {after} tokens to fit the window"
+            ))?;
+            on(Event::Compacted { before, after });
+        }
+        Ok(())
+    }
+
+    /// Where the latest model turn starts: the last assistant message, or
+    /// the last user message after it.
+    fn last_turn_start(&self) -> usize {
+        self.history
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. } | Message::User { .. }))
+            .unwrap_or(self.history.len())
+            .max(1)
+    }
+
+    /// Shortens tool outputs in `range`, oldest first, until the request is
+    /// estimated at `target` or less.
+    fn shorten_outputs(&mut self, range: std::ops::Range<usize>, target: u64, tools: &[ToolDef]) {
+        let mut used = request_tokens(&self.history, tools);
+        for i in range {
+            if used <= target {
+                return;
+            }
+            let Message::Tool { content, .. } = &mut self.history[i] else {
+                continue;
+            };
+            if content.len() <= SHORT_OUTPUT {
+                continue;
+            }
+            let old = content.len() as u64;
+            *content = shortened(content);
+            used = used.saturating_sub((old - content.len() as u64) / BYTES_PER_TOKEN);
+        }
+    }
+
+    /// Replaces the older part of the conversation with a summary by the
+    /// model (or, if that fails, a list of what was done), keeping the
+    /// latest turns and the current request verbatim.
+    async fn summarize(
+        &mut self,
+        target: u64,
+        tools: &[ToolDef],
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        // Keep the newest messages worth up to half the target, starting at
+        // a user or assistant message (a tool result needs its call).
+        let mut keep = self.history.len();
+        let mut kept = 0;
+        while keep > 1 {
+            let t = message_tokens(&self.history[keep - 1]);
+            if kept + t > target / 2 {
+                break;
+            }
+            kept += t;
+            keep -= 1;
+        }
+        let latest = self.last_turn_start();
+        keep = keep.min(latest);
+        while keep < latest && matches!(self.history[keep], Message::Tool { .. }) {
+            keep += 1;
+        }
+        // Summarizing a few messages saves little: the outputs are the bulk.
+        let older_tokens: u64 = self.history[1..keep.max(1)]
+            .iter()
+            .map(message_tokens)
+            .sum();
+        if keep <= 1 || older_tokens < target / 4 {
+            return Ok(());
+        }
+        let older: Vec<Message> = self.history[1..keep].to_vec();
+        let request = older.iter().rev().find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        });
+        let current_request_kept = self.history[keep..]
+            .iter()
+            .any(|m| matches!(m, Message::User { .. }));
+        let budget_bytes = (target / 2).saturating_sub(request_tokens(&self.history[..1], tools))
+            * BYTES_PER_TOKEN;
+        let summary = tokio::select! {
+            s = self.summary_by_model(&older, budget_bytes as usize) => s,
+            _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+        };
+        let summary = summary.unwrap_or_else(|| summary_by_list(&older));
+        let mut text = format!(
+            "[The earlier conversation was compacted to fit the context window. Summary:]\n{summary}"
+        );
+        if let (Some(request), false) = (request, current_request_kept) {
+            text.push_str("\n\n[The current request, verbatim:]\n");
+            text.push_str(&request);
+        }
+        let mut rest = self.history.split_off(keep);
+        self.history.truncate(1);
+        match rest.first_mut() {
+            Some(Message::User { content }) => {
+                *content = format!("{text}\n\n{content}");
+            }
+            _ => self.history.push(Message::User { content: text }),
+        }
+        self.history.append(&mut rest);
+        Ok(())
+    }
+
+    /// Asks the model, without tools, for a summary of `older`, shown to it
+    /// in at most `max_bytes`. `None` when it fails.
+    async fn summary_by_model(&self, older: &[Message], max_bytes: usize) -> Option<String> {
+        let messages = [
+            Message::System {
+                content: "You condense a conversation between a user and a coding agent into \
+                          notes the agent continues from. Keep the user's requests, decisions, \
+                          file paths, what was changed and found, errors, and what remains to \
+                          do. At most 200 words, plain text."
+                    .into(),
+            },
+            Message::User {
+                content: render(older, max_bytes.max(2_000)),
+            },
+        ];
+        let request = Request {
+            messages: &messages,
+            tools: &[],
+        };
+        let c = self.client.complete(request, &mut |_| {}).await.ok()?;
+        let text = c.content.trim();
+        (!text.is_empty() && c.tool_calls.is_empty()).then(|| cut(text, 3_000))
+    }
+}
+
+/// A tool output cut to its start, saying how much was left out.
+fn shortened(content: &str) -> String {
+    let head = cut(content, SHORT_OUTPUT / 2);
+    format!(
+        "{head}\n[… {} more bytes left out to fit the context window; call the tool again if \
+         you need them]",
+        content.len() - head.len().min(content.len())
+    )
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// The conversation as text for the summarizer, each message cut short,
+/// the whole at most `max_bytes` (the oldest messages dropped first).
+fn render(messages: &[Message], max_bytes: usize) -> String {
+    let mut lines: Vec<String> = messages
+        .iter()
+        .map(|m| match m {
+            Message::System { content } => format!("SYSTEM: {}", cut(content, 300)),
+            Message::User { content } => format!("USER: {}", cut(content, 1_000)),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut s = format!("AGENT: {}", cut(content.as_deref().unwrap_or(""), 600));
+                for c in tool_calls {
+                    s.push_str(&format!(
+                        "\n  called {}({})",
+                        c.function.name,
+                        cut(&c.function.arguments, 200)
+                    ));
+                }
+                s
+            }
+            Message::Tool { content, .. } => format!("RESULT: {}", cut(content, 300)),
+        })
+        .collect();
+    while lines.len() > 1 && lines.iter().map(|l| l.len() + 1).sum::<usize>() > max_bytes {
+        lines.remove(0);
+    }
+    lines.join("\n")
+}
+
+/// What was done, as a list, when the model could not summarize.
+fn summary_by_list(messages: &[Message]) -> String {
+    let mut out = Vec::new();
+    for m in messages {
+        match m {
+            Message::User { content } => {
+                out.push(format!("- the user asked: {}", cut(content, 300)))
+            }
+            Message::Assistant { tool_calls, .. } => {
+                for c in tool_calls {
+                    out.push(format!(
+                        "- called {}({})",
+                        c.function.name,
+                        cut(&c.function.arguments, 120)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    while out.iter().map(|l| l.len() + 1).sum::<usize>() > 4_000 && out.len() > 1 {
+        out.remove(0);
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_overcount_and_shortening_keeps_the_start() {
+        let m = Message::Tool {
+            tool_call_id: "a".into(),
+            content: "x".repeat(3_000),
+        };
+        assert!(message_tokens(&m) > 1_000);
+        let s = shortened(&"é".repeat(1_000));
+        assert!(
+            s.starts_with("éé") && s.contains("1700 more bytes left out"),
+            "{s}"
+        );
+        assert_eq!(budget(8_000), 6_000);
+        assert_eq!(budget(100_000), 100_000 - 4_096);
+    }
+}

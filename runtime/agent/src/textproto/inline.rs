@@ -1,0 +1,185 @@
+//! Tool calls a model wrote in its text although native calls were offered:
+//! small models put them in `<tool_call>` tags (the Hermes and Qwen
+//! templates), in a ```` ```json ```` fence, or as bare JSON, and servers
+//! whose parser misses them pass them on as prose.
+
+use serde_json::{Map, Value};
+
+/// A call found in the text: tool name and argument object.
+pub type InlineCall = (String, Map<String, Value>);
+
+/// The calls written in `content`, and the prose around them; `None` when
+/// there is none. Only a JSON object naming a known tool (`known`) and its
+/// arguments counts, so that an answer that merely contains JSON stays an
+/// answer.
+pub fn inline_calls(
+    content: &str,
+    known: &dyn Fn(&str) -> bool,
+) -> Option<(String, Vec<InlineCall>)> {
+    let (prose, calls) = tagged(content, known)
+        .or_else(|| fenced(content, known))
+        .or_else(|| {
+            let calls = calls_in(content.trim(), known)?;
+            Some((String::new(), calls))
+        })?;
+    (!calls.is_empty()).then(|| (prose.trim().to_string(), calls))
+}
+
+/// `<tool_call> {…} </tool_call>`, as often as written; a missing closing
+/// tag at the end is forgiven.
+fn tagged(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<InlineCall>)> {
+    const OPEN: &str = "<tool_call>";
+    const CLOSE: &str = "</tool_call>";
+    let lower = content.to_ascii_lowercase();
+    let mut prose = String::new();
+    let mut calls = Vec::new();
+    let mut pos = 0;
+    while let Some(found) = lower[pos..].find(OPEN) {
+        let start = pos + found;
+        let body_start = start + OPEN.len();
+        let (body_end, next) = match lower[body_start..].find(CLOSE) {
+            Some(i) => (body_start + i, body_start + i + CLOSE.len()),
+            None => (content.len(), content.len()),
+        };
+        let body = strip_fence(content[body_start..body_end].trim());
+        prose.push_str(&content[pos..start]);
+        calls.extend(calls_in(body, known)?);
+        pos = next;
+    }
+    if calls.is_empty() {
+        return None;
+    }
+    prose.push_str(&content[pos..]);
+    Some((prose, calls))
+}
+
+/// Code fences (```` ```json ````, ```` ``` ````, ```` ```tool_call ````) whose
+/// whole body is a call; other fences stay in the prose.
+fn fenced(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<InlineCall>)> {
+    let mut prose = String::new();
+    let mut calls = Vec::new();
+    let mut rest = content;
+    while let Some(open) = rest.find("```") {
+        let after_open = &rest[open + 3..];
+        let Some(line_end) = after_open.find('\n') else {
+            break;
+        };
+        let Some(close) = after_open[line_end..].find("```") else {
+            break;
+        };
+        let body = &after_open[line_end..line_end + close];
+        let end = open + 3 + line_end + close + 3;
+        match calls_in(body.trim(), known) {
+            Some(found) => {
+                prose.push_str(&rest[..open]);
+                calls.extend(found);
+            }
+            None => prose.push_str(&rest[..end]),
+        }
+        rest = &rest[end..];
+    }
+    if calls.is_empty() {
+        return None;
+    }
+    prose.push_str(rest);
+    Some((prose, calls))
+}
+
+/// The body of a fence around the whole text, or the text.
+fn strip_fence(s: &str) -> &str {
+    let Some(inner) = s.strip_prefix("```") else {
+        return s;
+    };
+    let inner = inner.split_once('\n').map_or("", |(_, body)| body);
+    inner.trim_end().strip_suffix("```").unwrap_or(inner).trim()
+}
+
+/// One call object, or an array of them; `None` if anything else.
+fn calls_in(text: &str, known: &dyn Fn(&str) -> bool) -> Option<Vec<InlineCall>> {
+    if !text.starts_with(['{', '[']) {
+        return None;
+    }
+    match serde_json::from_str::<Value>(text).ok()? {
+        Value::Array(items) if !items.is_empty() => items.iter().map(|v| call(v, known)).collect(),
+        v @ Value::Object(_) => Some(vec![call(&v, known)?]),
+        _ => None,
+    }
+}
+
+/// `{"name": …, "arguments": {…}}` (also `parameters`, arguments as a JSON
+/// string, or OpenAI's `{"function": {…}}` wrapping) naming a known tool.
+fn call(v: &Value, known: &dyn Fn(&str) -> bool) -> Option<InlineCall> {
+    let v = v.get("function").filter(|f| f.is_object()).unwrap_or(v);
+    let name = v.get("name")?.as_str()?;
+    if !known(name) {
+        return None;
+    }
+    let args = ["arguments", "parameters", "args"]
+        .iter()
+        .find_map(|k| v.get(*k))?;
+    let args = match args {
+        Value::Object(o) => o.clone(),
+        Value::String(s) => match serde_json::from_str(s).ok()? {
+            Value::Object(o) => o,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some((name.to_string(), args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(n: &str) -> bool {
+        matches!(n, "read_file" | "write_file")
+    }
+
+    fn names(c: &[InlineCall]) -> Vec<(&str, String)> {
+        c.iter()
+            .map(|(n, a)| (n.as_str(), Value::Object(a.clone()).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn bare_json_a_fence_and_tags_are_calls() {
+        let (prose, calls) = inline_calls(
+            r#" {"name": "read_file", "arguments": {"path": "a"}} "#,
+            &known,
+        )
+        .unwrap();
+        assert_eq!(prose, "");
+        assert_eq!(
+            names(&calls),
+            [("read_file", r#"{"path":"a"}"#.to_string())]
+        );
+
+        let text = "I will read it.\n```json\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"b\\\"}\"}\n```\n";
+        let (prose, calls) = inline_calls(text, &known).unwrap();
+        assert_eq!(prose, "I will read it.");
+        assert_eq!(
+            names(&calls),
+            [("read_file", r#"{"path":"b"}"#.to_string())]
+        );
+
+        let text = "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"c\"}}\n</tool_call>\n<tool_call>{\"name\": \"write_file\", \"parameters\": {\"path\": \"d\"}}";
+        let (prose, calls) = inline_calls(text, &known).unwrap();
+        assert_eq!(prose, "");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1].0, "write_file");
+    }
+
+    #[test]
+    fn json_that_is_not_a_known_call_stays_prose() {
+        assert!(inline_calls(r#"{"name": "Ada", "arguments": {}}"#, &known).is_none());
+        assert!(inline_calls(r#"{"name": "read_file"}"#, &known).is_none());
+        assert!(inline_calls("```json\n{\"a\": 1}\n```", &known).is_none());
+        assert!(inline_calls("Use read_file to read.", &known).is_none());
+        let text =
+            "```rust\nfn main() {}\n```\n```json\n{\"name\":\"read_file\",\"arguments\":{}}\n```";
+        let (prose, calls) = inline_calls(text, &known).unwrap();
+        assert_eq!(prose, "```rust\nfn main() {}\n```");
+        assert_eq!(calls.len(), 1);
+    }
+}
