@@ -8,9 +8,9 @@ use warden_policy::Grants;
 
 use crate::bind::Prepared;
 use crate::call::{Op, Out};
+use crate::granted::GrantedDirs;
 use crate::host::{Tool, ToolHost, ToolInfo};
 use crate::outcome::{CallOutcome, ToolError, cap_output};
-use crate::wasi::Mount;
 use crate::watchdog::CallControl;
 
 /// A tool with its grants, prepared once: its directories are open, its
@@ -61,9 +61,10 @@ impl BoundTool {
         &self.grants
     }
 
-    /// Where its granted directories appear inside the guest.
-    pub fn mounts(&self) -> &[Mount] {
-        &self.prepared.mounts
+    /// Its granted directories, opened once: what its calls preopen, and
+    /// what a preview of a call may look through.
+    pub fn dirs(&self) -> &GrantedDirs {
+        &self.prepared.dirs
     }
 
     /// Parses call arguments (one JSON object; empty means `{}`); the error
