@@ -18,7 +18,8 @@ use crate::approval::Approver;
 use crate::args::ModelFlags;
 use crate::events::Renderer;
 
-/// Exit code of a task that failed (API error, turn limit).
+/// Exit code of a task that failed (API error, turn limit, calls refused
+/// for want of a terminal).
 pub const EXIT_FAILED: u8 = 3;
 /// Exit code of a cancelled task.
 pub const EXIT_CANCELLED: u8 = 130;
@@ -28,12 +29,21 @@ pub const EXIT_CANCELLED: u8 = 130;
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-/// Builds the agent: settings, tools, transcript (new or resumed).
-pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<Agent> {
-    let mode = ApprovalMode::parse(ws.policy.approval());
-    let approver = Approver::new(flags.yes);
+/// Builds the agent (settings, tools, transcript new or resumed) and the
+/// approver its calls go through.
+pub fn build(
+    ws: &Workspace,
+    flags: &ModelFlags,
+    resume: Option<&str>,
+) -> anyhow::Result<(Agent, Arc<Approver>)> {
     let user_cfg = warden_policy::load_user_config(&ws.folders.config_file())
         .map_err(|e| ConfigError(format!("{e:#}")))?;
+    let mode = ApprovalMode::resolve(
+        flags.approval.as_deref().map(ApprovalMode::parse),
+        user_cfg.approval.as_deref().map(ApprovalMode::parse),
+        ws.policy.approval().map(ApprovalMode::parse),
+    );
+    let approver = Arc::new(Approver::new(flags.yes));
     let env = |k: &str| std::env::var(k).ok();
     let protocol = match &flags.protocol {
         Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
@@ -48,8 +58,12 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
         protocol,
         max_turns: flags.max_turns,
     };
-    let mut settings = settings::resolve(&user_cfg.model, ws.policy.model(), &env, &overrides)
-        .map_err(|e| ConfigError(e.to_string()))?;
+    let (mut settings, notes) =
+        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)
+            .map_err(|e| ConfigError(e.to_string()))?;
+    for n in notes {
+        eprintln!("note: {}", inert(&n));
+    }
     settings::backoff_from_env(&env, &mut settings.client);
     let tools = ws.toolset(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
@@ -81,22 +95,24 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow
     })?;
     let agent = Agent::new(
         settings,
-        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver))),
+        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver.clone()))),
         ws.root.clone(),
         Some(session),
         history,
     )?;
-    Ok(agent)
+    Ok((agent, approver))
 }
 
-/// Runs one send with Ctrl-C cancelling it.
+/// Runs one send with Ctrl-C cancelling it (also at an approval prompt).
 fn send(
     rt: &tokio::runtime::Runtime,
     agent: &mut Agent,
+    approver: &Approver,
     r: &mut Renderer,
     text: &str,
 ) -> Result<String, AgentError> {
     let cancel = CancellationToken::new();
+    approver.set_turn(Some(cancel.clone()));
     let watch = {
         let cancel = cancel.clone();
         rt.spawn(async move {
@@ -106,6 +122,7 @@ fn send(
         })
     };
     let result = rt.block_on(agent.send(text, &cancel, &mut |e| r.on(e)));
+    approver.set_turn(None);
     watch.abort();
     r.stop_spinner();
     result
@@ -137,14 +154,14 @@ pub fn run(
     if task.trim().is_empty() {
         bail!(ConfigError("the task is empty".into()));
     }
-    let mut agent = build(ws, flags, resume)?;
+    let (mut agent, approver) = build(ws, flags, resume)?;
     let session_id = agent
         .session()
         .map(|s| s.id().to_string())
         .unwrap_or_default();
     let rt = tokio::runtime::Runtime::new()?;
     let mut r = Renderer::new(json);
-    let result = send(&rt, &mut agent, &mut r, &task);
+    let result = send(&rt, &mut agent, &approver, &mut r, &task);
     let reason = match &result {
         Ok(_) => "answered".to_string(),
         Err(e) => e.to_string(),
@@ -162,6 +179,15 @@ pub fn run(
                 if !answer.ends_with('\n') {
                     println!();
                 }
+            }
+            // The model may say it succeeded; what it was refused says otherwise.
+            let refused = approver.refused_unasked();
+            if refused > 0 {
+                eprintln!(
+                    "warden: {refused} call(s) needing approval were refused (no terminal, no \
+                     --yes); pass --yes or --approval never to allow them"
+                );
+                return Ok(EXIT_FAILED);
             }
             Ok(0)
         }
@@ -185,7 +211,7 @@ pub fn run(
 
 /// `warden chat`.
 pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow::Result<u8> {
-    let mut agent = build(ws, flags, resume)?;
+    let (mut agent, approver) = build(ws, flags, resume)?;
     let rt = tokio::runtime::Runtime::new()?;
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
     let history = ws.folders.history().ok().map(|d| d.path().join("history"));
@@ -244,7 +270,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, resume: Option<&str>) -> anyhow:
             }
             _ => {}
         }
-        match send(&rt, &mut agent, &mut r, text) {
+        match send(&rt, &mut agent, &approver, &mut r, text) {
             Ok(answer) => {
                 if r.streamed == 0 {
                     print!("{}", inert_text(&answer));
