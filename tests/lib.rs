@@ -127,31 +127,26 @@ impl Sandbox {
 }
 
 impl Sandbox {
-    /// Runs `warden run TASK` against `base_url` under a pseudo-terminal
-    /// (util-linux `script`), typing `answers` at its prompts.
+    /// Runs `warden run TASK` against `base_url` under a pseudo-terminal,
+    /// typing each line of `answers` once its question is on the screen
+    /// (keys typed earlier would be discarded). Everything shown is in
+    /// `stdout`.
     pub fn run_in_terminal(&self, base_url: &str, task: &str, answers: &str) -> Run {
-        use std::io::Write;
-        use std::process::Stdio;
-        let cmd = format!("{} run '{task}'", warden_bin().display());
-        let mut script = self.in_workspace(Command::new("script"));
-        script
-            .args(["-qfec", &cmd, "/dev/null"])
-            .env("OPENAI_BASE_URL", base_url)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = script.spawn().expect("util-linux `script` is needed");
-        {
-            let mut stdin = child.stdin.take().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            stdin.write_all(answers.as_bytes()).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(1500));
+        let mut cmd = self.warden();
+        cmd.env("OPENAI_BASE_URL", base_url).args(["run", task]);
+        let mut t = Terminal::start(&cmd);
+        let limit = std::time::Duration::from_secs(60);
+        for (n, line) in answers.split_inclusive('\n').enumerate() {
+            t.wait_until(limit, |screen| {
+                screen.matches("Allow? ").count() + screen.matches("[y/N] ").count() > n
+            });
+            t.send(line);
         }
-        let out = child.wait_with_output().unwrap();
+        let (code, screen) = t.finish(limit);
         Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code,
+            stdout: screen,
+            stderr: String::new(),
         }
     }
 }

@@ -77,17 +77,23 @@ impl Terminal {
     /// Waits until `text` has been shown `times` times; panics with the
     /// screen after `limit`.
     pub fn wait_for(&self, text: &str, times: usize, limit: Duration) {
+        self.wait_until(limit, |screen| screen.matches(text).count() >= times);
+    }
+
+    /// Waits until `done` holds for the screen; panics with the screen
+    /// after `limit`.
+    pub fn wait_until(&self, limit: Duration, done: impl Fn(&str) -> bool) {
         let deadline = Instant::now() + limit;
         let (lock, cv) = &*self.screen;
         let mut shown = lock.lock().unwrap();
         loop {
-            if String::from_utf8_lossy(&shown).matches(text).count() >= times {
+            if done(&String::from_utf8_lossy(&shown)) {
                 return;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero(),
-                "{text:?} not shown {times} time(s) within {limit:?}:\n{}",
+                "not shown within {limit:?}:\n{}",
                 String::from_utf8_lossy(&shown)
             );
             shown = cv.wait_timeout(shown, left).unwrap().0;

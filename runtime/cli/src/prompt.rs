@@ -26,18 +26,20 @@ pub enum Answer {
 const MAX_ANSWER: usize = 2000;
 
 /// Prints `question` on stderr and reads one answer from the terminal on
-/// stdin. Typeahead is discarded once the question is shown: a key pressed
-/// before it could be read cannot answer it.
+/// stdin. Typeahead is discarded just before the question is shown: a key
+/// pressed before it could be read cannot answer it.
 pub fn ask(question: &str) -> Answer {
     let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{question}");
-    let _ = err.flush();
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
-    // After the question is out, not before: nothing typed before it was
-    // visible survives.
+    // Discard what was typed so far, and read raw from then on, before the
+    // question appears: a key pressed once it is visible is kept, whoever
+    // types it.
     let _ = termios::tcflush(fd, QueueSelector::IFlush);
-    let answer = match Raw::enter(fd) {
+    let raw = Raw::enter(fd);
+    let _ = write!(err, "{question}");
+    let _ = err.flush();
+    let answer = match raw {
         Some(_raw) => read_raw(fd, &mut err),
         // Not a terminal after all: an ordinary line.
         None => {
