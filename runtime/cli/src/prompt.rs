@@ -121,11 +121,10 @@ fn read_raw(fd: BorrowedFd<'_>, err: &mut impl Write) -> Answer {
                 b'\r' | b'\n' => {
                     return Answer::Line(String::from_utf8_lossy(&line).into_owned());
                 }
-                0x7f | 0x08 => {
-                    if pop_char(&mut line) {
-                        let _ = write!(err, "\x08 \x08");
-                    }
+                0x7f | 0x08 if pop_char(&mut line) => {
+                    let _ = write!(err, "\x08 \x08");
                 }
+                0x7f | 0x08 => {}
                 0x15 => {
                     while pop_char(&mut line) {
                         let _ = write!(err, "\x08 \x08");

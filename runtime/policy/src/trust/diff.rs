@@ -192,7 +192,7 @@ fn settings(text: Option<&str>) -> Vec<(&'static str, Option<String>)> {
     let m = file.model;
     let quoted = |v: Option<String>| v.map(|v| format!("{v:?}"));
     let plain = |v: Option<String>| v;
-    let secs = |v: Option<std::time::Duration>| v.map(|d| format_duration(d));
+    let secs = |v: Option<std::time::Duration>| v.map(format_duration);
     vec![
         ("approval", quoted(file.approval)),
         ("model.base_url", quoted(m.base_url)),
