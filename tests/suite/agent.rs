@@ -522,7 +522,8 @@ fn without_yes_a_non_interactive_run_refuses_writes_and_the_model_sees_it() {
         .warden()
         .env("OPENAI_BASE_URL", mock.base_url())
         .args(["run", "write new.txt"]));
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The refusal fails the run, whatever the model says after it.
+    assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(!sb.ws.join("new.txt").exists());
     let tools = tool_messages(&mock.requests()[1].body);
     assert!(

@@ -1,5 +1,6 @@
 mod agent;
 mod agent_loop;
+mod approval;
 mod cache;
 mod cli;
 mod dropin;

@@ -462,7 +462,8 @@ fn a_dropin_claiming_not_to_mutate_with_a_write_grant_is_asked() {
         answer("done"),
     ]);
     let r = agent_run(&sb, &mock, false, "go");
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Refused for want of a terminal: the run fails.
+    assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
         r.stderr.contains("no terminal and no --yes"),
         "{}",

@@ -1,5 +1,10 @@
 //! Where the model settings come from: defaults < user config < workspace
-//! `[model]` < environment < flags.
+//! `[model]` < environment < flags, except for where the API key goes.
+//!
+//! The key's variable (`api_key_env`) comes only from the user's config; a
+//! workspace's is ignored with a warning. The endpoint comes from the flag,
+//! `OPENAI_BASE_URL`, the user's config, and only then the (trusted)
+//! workspace, whose `warden trust` diff said where the key would go.
 
 use std::time::Duration;
 
@@ -96,26 +101,65 @@ pub fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
     flags: &Overrides,
 ) -> Result<Settings, NoModel> {
-    let file = user.overlay(workspace);
+    resolve_noted(user, workspace, env, flags).map(|(settings, _)| settings)
+}
+
+/// [`resolve`], with what the user should know about the result, one line
+/// each: a workspace value ignored, the key sent to the workspace's
+/// endpoint.
+pub fn resolve_noted(
+    user: &ModelSection,
+    workspace: &ModelSection,
+    env: &dyn Fn(&str) -> Option<String>,
+    flags: &Overrides,
+) -> Result<(Settings, Vec<String>), NoModel> {
+    // Where the key goes and which key: never the workspace's choice alone.
+    let shared = ModelSection {
+        base_url: None,
+        api_key_env: None,
+        ..workspace.clone()
+    };
+    let file = user.overlay(&shared);
     let non_empty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
-    let base_url = flags
+    let mut notes = Vec::new();
+    if let Some(name) = &workspace.api_key_env {
+        notes.push(format!(
+            "warden.toml sets [model] api_key_env = \"{name}\": ignored; only your own config \
+             chooses the API key variable"
+        ));
+    }
+    let api_key_env = user
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| "OPENAI_API_KEY".into());
+    let api_key = non_empty(env(&api_key_env));
+    let base_url = match flags
         .base_url
         .clone()
         .or_else(|| non_empty(env("OPENAI_BASE_URL")))
-        .or(file.base_url.clone())
-        .ok_or(NoModel)?;
+        .or(user.base_url.clone())
+    {
+        Some(url) => url,
+        None => {
+            let url = workspace.base_url.clone().ok_or(NoModel)?;
+            if api_key.is_some() {
+                notes.push(format!(
+                    "sending your API key (${api_key_env}) to {}, the base_url of the trusted \
+                     warden.toml",
+                    crate::client::redact_url(&url)
+                ));
+            }
+            url
+        }
+    };
     let model = flags
         .model
         .clone()
         .or_else(|| non_empty(env("WARDEN_MODEL")))
         .or(file.model.clone())
         .unwrap_or_else(|| "default".into());
-    let api_key_env = file
-        .api_key_env
-        .clone()
-        .unwrap_or_else(|| "OPENAI_API_KEY".into());
     let mut client = ClientConfig::new(base_url, model);
-    client.api_key = non_empty(env(&api_key_env));
+    client.api_key = api_key;
     client.stream = !flags.no_stream && file.stream.unwrap_or(true);
     if let Some(t) = file.connect_timeout {
         client.connect_timeout = t;
@@ -134,18 +178,21 @@ pub fn resolve(
         .protocol
         .or_else(|| file.protocol.as_deref().and_then(Protocol::parse))
         .unwrap_or(Protocol::Auto);
-    Ok(Settings {
-        client,
-        protocol,
-        max_turns: flags
-            .max_turns
-            .or(file.max_turns)
-            .unwrap_or(DEFAULT_MAX_TURNS)
-            .max(1),
-        api_key_env,
-        context_window: file.context_window.filter(|n| *n > 0),
-        tools: flags.tools.clone().or(file.tools.clone()),
-    })
+    Ok((
+        Settings {
+            client,
+            protocol,
+            max_turns: flags
+                .max_turns
+                .or(file.max_turns)
+                .unwrap_or(DEFAULT_MAX_TURNS)
+                .max(1),
+            api_key_env,
+            context_window: file.context_window.filter(|n| *n > 0),
+            tools: flags.tools.clone().or(file.tools.clone()),
+        },
+        notes,
+    ))
 }
 
 /// Backoff for tests and impatient users: `WARDEN_RETRY_BASE_MS`.
@@ -178,13 +225,12 @@ mod tests {
         let ws = ModelSection {
             model: Some("ws-model".into()),
             protocol: Some("text".into()),
-            api_key_env: Some("MY_KEY".into()),
             ..Default::default()
         };
-        let s = resolve(
+        let (s, notes) = resolve_noted(
             &user,
             &ws,
-            &env_of(&[("MY_KEY", "k1")]),
+            &env_of(&[("OPENAI_API_KEY", "k1")]),
             &Overrides::default(),
         )
         .unwrap();
@@ -192,6 +238,7 @@ mod tests {
         assert_eq!(s.client.model, "ws-model");
         assert_eq!(s.client.api_key.as_deref(), Some("k1"));
         assert_eq!(s.protocol, Protocol::Text);
+        assert!(notes.is_empty(), "{notes:?}");
         let env = env_of(&[
             ("OPENAI_BASE_URL", "http://env/v1"),
             ("WARDEN_MODEL", "env-model"),
@@ -206,6 +253,48 @@ mod tests {
         assert_eq!(s.client.model, "flag-model");
         assert!(!s.client.stream);
         assert_eq!(s.client.api_key, None);
+    }
+
+    #[test]
+    fn the_workspace_never_chooses_the_key_nor_overrides_the_users_endpoint() {
+        let ws = ModelSection {
+            base_url: Some("http://ws.example:9/v1".into()),
+            api_key_env: Some("AWS_SECRET_ACCESS_KEY".into()),
+            ..Default::default()
+        };
+        let env = env_of(&[("AWS_SECRET_ACCESS_KEY", "aws"), ("OPENAI_API_KEY", "mine")]);
+        let user = ModelSection {
+            base_url: Some("http://user/v1".into()),
+            ..Default::default()
+        };
+        let (s, notes) = resolve_noted(&user, &ws, &env, &Overrides::default()).unwrap();
+        assert_eq!(s.client.base_url, "http://user/v1");
+        assert_eq!(s.client.api_key.as_deref(), Some("mine"));
+        assert_eq!(s.api_key_env, "OPENAI_API_KEY");
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("AWS_SECRET_ACCESS_KEY\": ignored"),
+            "{:?}",
+            notes
+        );
+        // With no endpoint of the user's own, the trusted workspace's is used
+        // and the user is told the key goes there.
+        let (s, notes) =
+            resolve_noted(&ModelSection::default(), &ws, &env, &Overrides::default()).unwrap();
+        assert_eq!(s.client.base_url, "http://ws.example:9/v1");
+        assert_eq!(s.client.api_key.as_deref(), Some("mine"));
+        assert!(
+            notes[1].contains("sending your API key ($OPENAI_API_KEY) to http://ws.example:9/v1"),
+            "{:?}",
+            notes
+        );
+        // A key variable of the user's own config is used.
+        let user = ModelSection {
+            api_key_env: Some("AWS_SECRET_ACCESS_KEY".into()),
+            ..user
+        };
+        let s = resolve(&user, &ModelSection::default(), &env, &Overrides::default()).unwrap();
+        assert_eq!(s.client.api_key.as_deref(), Some("aws"));
     }
 
     #[test]

@@ -17,7 +17,8 @@ use crate::approval::Approver;
 use crate::args::{ModelFlags, SessionFlags};
 use crate::events::Renderer;
 
-/// Exit code of a task that failed (API error, turn limit).
+/// Exit code of a task that failed (API error, turn limit, calls refused
+/// for want of a terminal).
 pub const EXIT_FAILED: u8 = 3;
 /// Exit code of a cancelled task.
 pub const EXIT_CANCELLED: u8 = 130;
@@ -55,15 +56,21 @@ pub struct Built {
     pub journal: Arc<Journal>,
     /// The tools (also the agent's), for `/undo`.
     pub runner: Arc<SandboxRunner>,
+    /// The approver of its calls, which counts what it refused.
+    pub approver: Arc<Approver>,
 }
 
 /// Builds the agent: settings, tools, transcript (new or resumed).
 pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow::Result<Built> {
     let resume = session_to_resume(ws, which)?;
-    let mode = ApprovalMode::parse(ws.policy.approval());
-    let approver = Approver::new(flags.yes);
     let user_cfg = warden_policy::load_user_config(&ws.folders.config_file())
         .map_err(|e| ConfigError(format!("{e:#}")))?;
+    let mode = ApprovalMode::resolve(
+        flags.approval.as_deref().map(ApprovalMode::parse),
+        user_cfg.approval.as_deref().map(ApprovalMode::parse),
+        ws.policy.approval().map(ApprovalMode::parse),
+    );
+    let approver = Arc::new(Approver::new(flags.yes));
     let env = |k: &str| std::env::var(k).ok();
     let protocol = match &flags.protocol {
         Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
@@ -79,8 +86,12 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         max_turns: flags.max_turns,
         tools: flags.tools.clone(),
     };
-    let mut settings = settings::resolve(&user_cfg.model, ws.policy.model(), &env, &overrides)
-        .map_err(|e| ConfigError(e.to_string()))?;
+    let (mut settings, notes) =
+        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)
+            .map_err(|e| ConfigError(e.to_string()))?;
+    for n in notes {
+        eprintln!("note: {}", inert(&n));
+    }
     settings::backoff_from_env(&env, &mut settings.client);
     let tools = ws.toolset(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
@@ -123,7 +134,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
     })?;
     let journal = Arc::new(Journal::new(ws.folders.undo(&ws.root)?, session.id()));
     let runner =
-        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver)).with_journal(journal.clone()));
+        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver.clone())).with_journal(journal.clone()));
     let agent = Agent::new(
         settings,
         runner.clone(),
@@ -142,17 +153,20 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         records,
         journal,
         runner,
+        approver,
     })
 }
 
-/// Runs one send with Ctrl-C cancelling it.
+/// Runs one send with Ctrl-C cancelling it (also at an approval prompt).
 fn send(
     rt: &tokio::runtime::Runtime,
     agent: &mut Agent,
+    approver: &Approver,
     r: &mut Renderer,
     text: &str,
 ) -> Result<String, AgentError> {
     let cancel = CancellationToken::new();
+    approver.set_turn(Some(cancel.clone()));
     let watch = {
         let cancel = cancel.clone();
         rt.spawn(async move {
@@ -162,6 +176,7 @@ fn send(
         })
     };
     let result = rt.block_on(agent.send(text, &cancel, &mut |e| r.on(e)));
+    approver.set_turn(None);
     watch.abort();
     r.stop_spinner();
     result
@@ -194,7 +209,10 @@ pub fn run(
         bail!(ConfigError("the task is empty".into()));
     }
     let Built {
-        mut agent, journal, ..
+        mut agent,
+        journal,
+        approver,
+        ..
     } = build(ws, flags, which)?;
     let session_id = agent
         .session()
@@ -202,7 +220,7 @@ pub fn run(
         .unwrap_or_default();
     let rt = tokio::runtime::Runtime::new()?;
     let mut r = Renderer::new(json);
-    let result = send(&rt, &mut agent, &mut r, &task);
+    let result = send(&rt, &mut agent, &approver, &mut r, &task);
     let changes = journal.end_turn();
     let (usage, calls) = r.take_usage();
     let mut usage_value = usage_json(&usage);
@@ -226,6 +244,15 @@ pub fn run(
             } else {
                 r.finish_answer(&answer);
                 report_changes(&changes);
+            }
+            // The model may say it succeeded; what it was refused says otherwise.
+            let refused = approver.refused_unasked();
+            if refused > 0 {
+                eprintln!(
+                    "warden: {refused} call(s) needing approval were refused (no terminal, no \
+                     --yes); pass --yes or --approval never to allow them"
+                );
+                return Ok(EXIT_FAILED);
             }
             Ok(0)
         }
@@ -329,6 +356,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         records,
         journal,
         runner,
+        approver,
     } = build(ws, flags, which)?;
     let rt = tokio::runtime::Runtime::new()?;
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
@@ -411,7 +439,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             }
             _ => {}
         }
-        let result = send(&rt, &mut agent, &mut r, text);
+        let result = send(&rt, &mut agent, &approver, &mut r, text);
         let changes = journal.end_turn();
         match result {
             Ok(answer) => {

@@ -150,4 +150,9 @@ pub struct ModelFlags {
     /// Approve every tool call without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// When to ask before a tool call: never, writes (calls of tools that
+    /// can change files or reach the network) or always. Overrides the
+    /// user config and warden.toml.
+    #[arg(long, value_name = "WHEN", value_parser = ["never", "writes", "always"])]
+    pub approval: Option<String>,
 }

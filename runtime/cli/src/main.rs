@@ -5,6 +5,7 @@ mod approval;
 mod args;
 mod events;
 mod policy_cmd;
+mod prompt;
 mod render;
 mod sessions_cmd;
 mod style;

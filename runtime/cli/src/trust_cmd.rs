@@ -1,11 +1,13 @@
 //! `warden trust`: show what the workspace configuration would grant, compared
 //! with what was last accepted, and accept it.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use warden_policy::{Change, TrustState, decide, diff, inert};
 use warden_workspace::{Folders, Workspace};
+
+use crate::prompt::Answer;
 
 /// The state `warden trust` would record for the files as they are now.
 fn current_state(
@@ -136,16 +138,19 @@ pub fn ask_on_start(dir: Option<&Path>, folders: &Folders) -> anyhow::Result<()>
 }
 
 fn ask(root: &Path, changes: &[Change]) -> anyhow::Result<bool> {
-    let mut err = std::io::stderr().lock();
-    show_changes(&mut err, root, changes)?;
-    write!(err, "Trust these changes and apply them now? [y/N] ")?;
-    err.flush()?;
-    let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return Ok(false);
+    let mut shown = Vec::new();
+    show_changes(&mut shown, root, changes)?;
+    shown.extend_from_slice(b"Trust these changes and apply them now? [y/N] ");
+    // Typeahead cannot answer it (see `prompt`).
+    match crate::prompt::ask(&String::from_utf8_lossy(&shown)) {
+        Answer::Line(answer) => Ok(matches!(
+            answer.trim().to_ascii_lowercase().as_str(),
+            "y" | "yes"
+        )),
+        Answer::Closed => Ok(false),
+        Answer::Interrupted => {
+            eprintln!("cancelled: nothing trusted, nothing run");
+            std::process::exit(crate::agent_cmd::EXIT_CANCELLED.into());
+        }
     }
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
 }

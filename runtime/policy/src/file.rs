@@ -130,13 +130,18 @@ fn check_env_name(name: &str) -> Result<(), String> {
 }
 
 /// The per-user configuration file (`$XDG_CONFIG_HOME/warden/config.toml`):
-/// only a `[model]` section.
+/// a `[model]` section and `approval`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserConfig {
-    /// Model defaults for every workspace.
+    /// Model defaults for every workspace; the only place besides the
+    /// environment and flags that chooses where the API key goes.
     #[serde(default)]
     pub model: ModelSection,
+    /// When the user is asked before a tool call, in every workspace
+    /// ("never", "writes" or "always"); a workspace may only ask more.
+    #[serde(default, deserialize_with = "approval")]
+    pub approval: Option<String>,
 }
 
 /// Limits, each optional; unset ones fall back to the next layer.

@@ -93,9 +93,9 @@ impl Policy {
         })
     }
 
-    /// `approval`: "never", "writes" (default) or "always".
-    pub fn approval(&self) -> &str {
-        self.file.approval.as_deref().unwrap_or("writes")
+    /// `approval`: "never", "writes" or "always", when the file sets it.
+    pub fn approval(&self) -> Option<&str> {
+        self.file.approval.as_deref()
     }
 
     /// The `[model]` section (all fields unset when absent).

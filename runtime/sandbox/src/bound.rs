@@ -8,9 +8,9 @@ use warden_policy::Grants;
 
 use crate::bind::Prepared;
 use crate::call::{Op, Out};
+use crate::granted::GrantedDirs;
 use crate::host::{Tool, ToolHost, ToolInfo};
 use crate::outcome::{CallOutcome, ToolError, cap_output};
-use crate::wasi::Mount;
 use crate::watchdog::CallControl;
 
 /// A tool with its grants, prepared once: its directories are open, its
@@ -61,20 +61,17 @@ impl BoundTool {
         &self.grants
     }
 
-    /// Where its granted directories appear inside the guest.
-    pub fn mounts(&self) -> &[Mount] {
-        &self.prepared.mounts
+    /// Its granted directories, opened once: what its calls preopen, and
+    /// what a preview of a call may look through.
+    pub fn dirs(&self) -> &GrantedDirs {
+        &self.prepared.dirs
     }
 
     /// The handle of the granted directory at `host` (a mount's host
     /// path), opened when the tool was bound: the host reaches the tool's
     /// files through it, never by path. `None` off Linux.
     pub fn dir_fd(&self, host: &std::path::Path) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.prepared
-            .dirs
-            .iter()
-            .find(|(p, _)| p == host)
-            .and_then(|(_, h)| h.fd())
+        self.prepared.dirs.fd(host)
     }
 
     /// Parses call arguments (one JSON object; empty means `{}`); the error

@@ -6,15 +6,16 @@
 use serde_json::Value;
 use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner};
 use warden_policy::Grants;
-use warden_sandbox::{BoundTool, CallControl, CallOutcome, Mount};
+use warden_sandbox::{BoundTool, CallControl, CallOutcome, GrantedDirs};
 
 use std::sync::Arc;
 
 use crate::toolset::Toolset;
 use crate::undo::Journal;
 
-/// When calls are put to the user (`approval` in warden.toml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// When calls are put to the user (`approval` in warden.toml, the user
+/// config, `--approval`). Ordered from the laxest to the strictest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ApprovalMode {
     /// Never ask.
     Never,
@@ -32,6 +33,19 @@ impl ApprovalMode {
             "always" => ApprovalMode::Always,
             _ => ApprovalMode::Writes,
         }
+    }
+
+    /// The mode in force: `flag` (`--approval`) when given, else the
+    /// stricter of the user's config and the (trusted) workspace policy,
+    /// else `writes`. A workspace can make warden ask more often than the
+    /// user's config says, never less.
+    pub fn resolve(
+        flag: Option<ApprovalMode>,
+        user: Option<ApprovalMode>,
+        workspace: Option<ApprovalMode>,
+    ) -> ApprovalMode {
+        flag.or_else(|| user.max(workspace))
+            .unwrap_or(ApprovalMode::Writes)
     }
 
     /// Whether a call of a tool with `grants` is put to the user.
@@ -53,9 +67,9 @@ pub struct ApprovalRequest<'a> {
     pub arguments: &'a Value,
     /// What the tool is granted.
     pub grants: &'a Grants,
-    /// Where its directories appear inside the sandbox (to show a preview
-    /// through the same handles the call will use).
-    pub mounts: &'a [Mount],
+    /// Its granted directories, opened: a preview looks through these same
+    /// handles, so it reads nothing the call could not.
+    pub dirs: &'a GrantedDirs,
 }
 
 /// The user's answer.
@@ -71,6 +85,13 @@ pub enum Verdict {
 pub trait Approve: Send + Sync {
     /// Whether the call may run.
     fn approve(&self, request: &ApprovalRequest<'_>) -> Verdict;
+}
+
+/// A shared approver, so that its owner can still ask it what happened.
+impl<T: Approve + ?Sized> Approve for std::sync::Arc<T> {
+    fn approve(&self, request: &ApprovalRequest<'_>) -> Verdict {
+        (**self).approve(request)
+    }
 }
 
 /// Runs the agent's calls in the sandbox, after approval where it is due.
@@ -132,7 +153,7 @@ impl SandboxRunner {
                 tool: &tool.info().spec.name,
                 arguments: &args,
                 grants: tool.grants(),
-                mounts: tool.mounts(),
+                dirs: tool.dirs(),
             };
             if let Verdict::Refuse(output) = self.approver.approve(&request) {
                 return ToolResult {
@@ -213,5 +234,23 @@ impl ToolRunner for SandboxRunner {
             Some(tool) => self.run(tool, arguments, cancel),
             None => result_of(self.tools.unknown(name), None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ApprovalMode::{self, Always, Never, Writes};
+
+    #[test]
+    fn the_flag_wins_and_a_workspace_never_loosens_the_user_config() {
+        let r = ApprovalMode::resolve;
+        assert_eq!(r(Some(Never), Some(Always), Some(Always)), Never);
+        assert_eq!(r(Some(Always), None, Some(Never)), Always);
+        assert_eq!(r(None, Some(Writes), Some(Never)), Writes);
+        assert_eq!(r(None, Some(Writes), Some(Always)), Always);
+        assert_eq!(r(None, Some(Never), Some(Writes)), Writes);
+        assert_eq!(r(None, Some(Never), None), Never);
+        assert_eq!(r(None, None, Some(Never)), Never);
+        assert_eq!(r(None, None, None), Writes);
     }
 }

@@ -165,8 +165,9 @@ impl Journal {
             }
             return;
         };
+        let mounts: Vec<Mount> = tool.dirs().mounts().cloned().collect();
         for shown in paths {
-            let Some((mount, rel)) = locate(tool.mounts(), &shown) else {
+            let Some((mount, rel)) = locate(&mounts, &shown) else {
                 continue; // outside every grant: the call is refused
             };
             if !mount.write {
@@ -312,7 +313,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
         let shown = warden_policy::inert(&e.shown).into_owned();
         let fd = tools
             .find(&e.tool)
-            .filter(|t| t.mounts().iter().any(|m| m.host == e.mount && m.write))
+            .filter(|t| t.dirs().mounts().any(|m| m.host == e.mount && m.write))
             .and_then(|t| t.dir_fd(&e.mount));
         let Some(fd) = fd else {
             done.problems.push(format!(

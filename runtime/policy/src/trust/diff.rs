@@ -5,8 +5,8 @@ use std::fmt;
 
 use super::{ToolRecord, TrustState};
 use crate::inert::inert;
-use crate::units::format_size;
-use crate::{Capability, Limits, POLICY_FILE};
+use crate::units::{format_duration, format_size};
+use crate::{Capability, Limits, POLICY_FILE, PolicyFile};
 
 /// One change between the trusted state and the current one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +72,16 @@ pub enum Change {
         /// Current SHA-256 hex.
         to: String,
     },
+    /// A setting of `warden.toml` outside the tools changed: a `[model]`
+    /// field or `approval`.
+    Setting {
+        /// `model.base_url`, `approval`, ...
+        key: &'static str,
+        /// Trusted value as written (`None`: unset).
+        from: Option<String>,
+        /// Current value as written (`None`: unset).
+        to: Option<String>,
+    },
     /// The bytes of `warden.toml` changed, even if no capability did: the
     /// file also configures the model endpoint, and accepting it is what
     /// lets warden use the new text.
@@ -123,6 +133,7 @@ impl fmt::Display for Change {
                 short(from),
                 short(to)
             ),
+            Change::Setting { key, from, to } => setting(f, key, from.as_deref(), to.as_deref()),
             Change::PolicyChanged { from, to } => match (from, to) {
                 (None, Some(to)) => write!(f, "+ {POLICY_FILE} sha256:{}", short(to)),
                 (Some(_), None) => write!(f, "- {POLICY_FILE}"),
@@ -156,6 +167,74 @@ impl fmt::Display for Change {
 
 /// The project instructions file, as the diff names it.
 const INSTRUCTIONS: &str = "AGENTS.md";
+
+/// One setting's line: the values, then what the change means for the user.
+fn setting(
+    f: &mut fmt::Formatter<'_>,
+    key: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> fmt::Result {
+    let shown = |v: &str| inert(v).into_owned();
+    match (from, to) {
+        (None, Some(to)) => write!(f, "+ {key} = {}", shown(to))?,
+        (Some(from), None) => write!(f, "- {key} = {}", shown(from))?,
+        (Some(from), Some(to)) => write!(f, "~ {key}: {} → {}", shown(from), shown(to))?,
+        (None, None) => write!(f, "~ {key}")?,
+    }
+    // Values are shown as written: strings quoted.
+    match (key, to.map(|v| v.trim_matches('"'))) {
+        ("model.base_url", Some(url)) => write!(
+            f,
+            ": will send your API key, if one is set, to {} (unless --base-url, \
+             OPENAI_BASE_URL or base_url in your own config names another endpoint)",
+            inert(host_of(url))
+        ),
+        ("model.api_key_env", Some(_)) => write!(
+            f,
+            ": ignored, only your own config chooses the API key variable"
+        ),
+        ("approval", Some("never")) => write!(
+            f,
+            ": tool calls run without asking (unless your config or --approval asks more)"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `host[:port]` of a URL, without credentials: where a request goes.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority.rsplit_once('@').map_or(authority, |(_, h)| h)
+}
+
+/// The settings of a policy text outside the tools, each with its value as
+/// written; nothing for a text that does not parse (the start reports it).
+fn settings(text: Option<&str>) -> Vec<(&'static str, Option<String>)> {
+    let Some(file) = text.and_then(|t| toml::from_str::<PolicyFile>(t).ok()) else {
+        return Vec::new();
+    };
+    let m = file.model;
+    let quoted = |v: Option<String>| v.map(|v| format!("{v:?}"));
+    let plain = |v: Option<String>| v;
+    let secs = |v: Option<std::time::Duration>| v.map(format_duration);
+    vec![
+        ("approval", quoted(file.approval)),
+        ("model.base_url", quoted(m.base_url)),
+        ("model.api_key_env", quoted(m.api_key_env)),
+        ("model.model", quoted(m.model)),
+        ("model.protocol", quoted(m.protocol)),
+        ("model.stream", plain(m.stream.map(|b| b.to_string()))),
+        ("model.max_turns", plain(m.max_turns.map(|n| n.to_string()))),
+        (
+            "model.max_attempts",
+            plain(m.max_attempts.map(|n| n.to_string())),
+        ),
+        ("model.connect_timeout", secs(m.connect_timeout)),
+        ("model.idle_timeout", secs(m.idle_timeout)),
+    ]
+}
 
 /// Enough of a hash to recognize it; the full one is in the record.
 fn short(hash: &str) -> String {
@@ -206,6 +285,31 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
             from: trusted.policy_hash.clone(),
             to: current.policy_hash.clone(),
         });
+        let before = settings(trusted.policy_text.as_deref());
+        let after = settings(current.policy_text.as_deref());
+        for (key, to) in &after {
+            let from = before
+                .iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| v.clone());
+            if from != *to {
+                out.push(Change::Setting {
+                    key,
+                    from,
+                    to: to.clone(),
+                });
+            }
+        }
+        // A file that no longer parses, or is gone: what it set is unset.
+        if after.is_empty() {
+            for (key, from) in before.into_iter().filter(|(_, v)| v.is_some()) {
+                out.push(Change::Setting {
+                    key,
+                    from,
+                    to: None,
+                });
+            }
+        }
     }
     if trusted.instructions_hash != current.instructions_hash {
         out.push(Change::InstructionsChanged {
