@@ -468,7 +468,9 @@ fn diff_instructions_added_changed_removed() {
     // A record written before the field existed reads as "no AGENTS.md".
     let old: TrustState = serde_json::from_str(r#"{"policy_hash":null}"#).unwrap();
     assert_eq!(old.instructions_hash, None);
+}
 
+#[test]
 fn diff_spells_out_model_and_approval_settings() {
     let before = state_with(Some("[model]\nmodel = \"small\"\nstream = false\n"), &[]);
     let after = state_with(
