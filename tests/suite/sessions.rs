@@ -260,7 +260,12 @@ fn continue_show_rm_and_usage() {
 
     let r = warden_run(&sb, &mock, &["-c", "two"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("tokens: 10 prompt + 5 completion = 15 (1 model call)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("tokens: 10 prompt + 5 completion = 15 (1 model call)"),
+        "{}",
+        r.stderr
+    );
     let users: Vec<String> = bodies(&mock)[2]["messages"]
         .as_array()
         .unwrap()

@@ -133,8 +133,9 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         protocol: settings.protocol.as_str().to_string(),
     })?;
     let journal = Arc::new(Journal::new(ws.folders.undo(&ws.root)?, session.id()));
-    let runner =
-        Arc::new(SandboxRunner::new(tools, mode, Box::new(approver.clone())).with_journal(journal.clone()));
+    let runner = Arc::new(
+        SandboxRunner::new(tools, mode, Box::new(approver.clone())).with_journal(journal.clone()),
+    );
     let agent = Agent::new(
         settings,
         runner.clone(),
