@@ -285,3 +285,26 @@ pub fn err(outcome: CallOutcome) -> warden_sandbox::ToolError {
         Err(e) => e,
     }
 }
+
+/// `warden run --yes ARGS` in `sb` against `mock`, with `key` as the API
+/// key and quick retries.
+pub fn warden_run(sb: &Sandbox, mock: &warden_mock_llm::MockLlm, key: &str, args: &[&str]) -> Run {
+    run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", key)
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .args(["run", "--yes"])
+        .args(args))
+}
+
+/// The content of each `tool` message in a chat-completions request body.
+pub fn tool_contents(body: &serde_json::Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}

@@ -7,13 +7,7 @@ use warden_tests::{Run, Sandbox, run};
 const KEY: &str = "sk-test-do-not-leak-4242";
 
 fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
-    run(sb
-        .warden()
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("WARDEN_RETRY_BASE_MS", "5")
-        .args(["run", "--yes"])
-        .args(args))
+    warden_tests::warden_run(sb, mock, KEY, args)
 }
 
 /// Every request was a valid chat-completions body; returns them.

@@ -22,13 +22,7 @@ fn warden(sb: &Sandbox, mock: &MockLlm) -> Command {
 
 /// The content of each `tool` message the model was sent in request `i`.
 fn tool_messages(mock: &MockLlm, i: usize) -> Vec<String> {
-    mock.requests()[i].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect()
+    warden_tests::tool_contents(&mock.requests()[i].body)
 }
 
 /// Every session transcript of the sandbox, concatenated.

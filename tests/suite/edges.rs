@@ -6,16 +6,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use warden_mock_llm::{MockLlm, Reply, answer, calls, check_chat_body, chunk, prompt_tokens};
-use warden_tests::{Run, Sandbox, run};
+use warden_tests::{Run, Sandbox};
 
 fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
-    run(sb
-        .warden()
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("WARDEN_RETRY_BASE_MS", "5")
-        .args(["run", "--yes"])
-        .args(args))
+    warden_tests::warden_run(sb, mock, "sk-test", args)
 }
 
 /// Every request a real server would accept (tool-call arguments that are
@@ -32,13 +26,7 @@ fn bodies(mock: &MockLlm) -> Vec<Value> {
 }
 
 fn tool_messages(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect()
+    warden_tests::tool_contents(body)
 }
 
 fn status(status: u16, body: &str) -> Reply {

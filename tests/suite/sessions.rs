@@ -14,13 +14,7 @@ use warden_tests::{Run, Sandbox, run};
 const KEY: &str = "sk-test-sessions-4242";
 
 fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
-    run(sb
-        .warden()
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .env("WARDEN_RETRY_BASE_MS", "5")
-        .args(["run", "--yes"])
-        .args(args))
+    warden_tests::warden_run(sb, mock, KEY, args)
 }
 
 /// `warden chat ARGS` with `input` on stdin (no terminal).
@@ -59,13 +53,7 @@ fn system_prompt(body: &Value) -> String {
 }
 
 fn tool_outputs(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect()
+    warden_tests::tool_contents(body)
 }
 
 /// Every file and folder under `dir`, with file bytes and link targets.
