@@ -111,7 +111,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
     if !approver.can_approve() && tools.enabled().any(|t| mode.asks(t.grants())) {
         eprintln!(
             "note: no terminal and no --yes: calls that need approval (writes, network) will be \
-             refused; pass --yes to allow them"
+             refused; pass --yes (or --approval never) to allow them"
         );
     }
     let store = ws.sessions()?;
