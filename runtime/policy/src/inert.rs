@@ -64,6 +64,20 @@ fn needs_escape(c: char) -> bool {
         )
 }
 
+/// What kind of JSON value a foreign value is, in words for a message
+/// ("a string", "an array"), never the value itself.
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

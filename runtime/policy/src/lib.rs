@@ -33,7 +33,7 @@ pub use caps::{Capability, Grants, Limits};
 pub use error::{Error, Result};
 pub use file::{ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
 pub use grants::{Baseline, Origin, Policy, load_user_config};
-pub use inert::{inert, inert_text};
+pub use inert::{inert, inert_text, json_kind};
 pub use network::{HostPattern, NetworkAllow};
 pub use trust::{
     Change, ComponentEntry, Decision, ToolRecord, TrustState, TrustStore, decide, diff, sha256_hex,

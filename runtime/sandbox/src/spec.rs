@@ -131,7 +131,7 @@ impl CheckedSpec {
                 ErrorKind::InvalidArgs,
                 format!(
                     "arguments for `{name}` must be a JSON object, not {}. Expected: {}",
-                    kind_of(&value),
+                    warden_policy::json_kind(&value),
                     self.usage()
                 ),
             ));
@@ -207,17 +207,6 @@ impl CheckedSpec {
             })
             .collect();
         format!("{{{}}}", fields.join(", "))
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -18,20 +18,9 @@ pub(super) fn problem(arguments: &str) -> Option<String> {
         Ok(Value::Object(_)) => None,
         Ok(other) => Some(format!(
             "the arguments are {}, not a JSON object",
-            kind(&other)
+            warden_policy::json_kind(&other)
         )),
         Err(e) => Some(format!("the arguments are not valid JSON ({e})")),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
