@@ -127,17 +127,14 @@ fn list(_dir: &std::fs::File) -> std::io::Result<Listing> {
 }
 
 fn code(e: &std::io::Error) -> ErrorCode {
-    match e.raw_os_error() {
-        #[cfg(target_os = "linux")]
-        Some(libc::EACCES) | Some(libc::EPERM) => ErrorCode::Access,
-        #[cfg(target_os = "linux")]
-        Some(libc::ENOENT) => ErrorCode::NoEntry,
-        #[cfg(target_os = "linux")]
-        Some(libc::ENOTDIR) => ErrorCode::NotDirectory,
-        #[cfg(target_os = "linux")]
-        Some(libc::EINTR) => ErrorCode::Interrupted,
-        #[cfg(target_os = "linux")]
-        Some(libc::ENOMEM) => ErrorCode::InsufficientMemory,
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::PermissionDenied => ErrorCode::Access,
+        ErrorKind::NotFound => ErrorCode::NoEntry,
+        ErrorKind::NotADirectory => ErrorCode::NotDirectory,
+        ErrorKind::Interrupted => ErrorCode::Interrupted,
+        ErrorKind::OutOfMemory => ErrorCode::InsufficientMemory,
+        ErrorKind::Unsupported => ErrorCode::Unsupported,
         _ => ErrorCode::Io,
     }
 }
