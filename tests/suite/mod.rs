@@ -11,6 +11,7 @@ mod fs_tools;
 mod fs_tools_tree;
 mod hostile;
 mod llm_client;
+mod mcp;
 mod network;
 mod seams;
 mod search;

@@ -93,7 +93,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         eprintln!("note: {}", inert(&n));
     }
     settings::backoff_from_env(&env, &mut settings.client);
-    let tools = ws.toolset(Some(crate::render::compiling()))?;
+    let tools = ws.toolset_with_mcp(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
     if let Some(offered) = &settings.tools {
         let enabled: Vec<&str> = tools

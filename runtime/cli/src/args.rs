@@ -59,6 +59,18 @@ pub enum Command {
         #[arg(long)]
         show: bool,
     },
+    /// Serve this workspace's trusted, enabled tools to an MCP client on
+    /// stdio (Claude Code, Codex CLI, Goose, ...).
+    Mcp {
+        /// Allow calls that need approval (writes, network); without it they
+        /// are refused, since the server cannot ask.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Which calls need approval: never, writes or always. Overrides
+        /// the user config and warden.toml.
+        #[arg(long, value_name = "WHEN", value_parser = ["never", "writes", "always"])]
+        approval: Option<String>,
+    },
     /// Show every tool's effective grants in this workspace.
     Policy {
         /// Print JSON instead of a table.

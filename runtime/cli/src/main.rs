@@ -4,6 +4,7 @@ mod agent_cmd;
 mod approval;
 mod args;
 mod events;
+mod mcp_cmd;
 mod policy_cmd;
 mod prompt;
 mod render;
@@ -50,6 +51,9 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     if let args::Command::Trust { show } = cli.command {
         return trust_cmd::run(dir, folders, show);
     }
+    if let args::Command::Mcp { yes, approval } = cli.command {
+        return mcp_cmd::run(cli.workspace, folders, yes, approval);
+    }
     if matches!(
         cli.command,
         args::Command::Run { .. } | args::Command::Chat { .. }
@@ -75,7 +79,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
             let tools = ws.toolset(Some(render::compiling()))?;
             agent_cmd::undo(&ws, &tools)
         }
-        args::Command::Trust { .. } => unreachable!("handled above"),
+        args::Command::Trust { .. } | args::Command::Mcp { .. } => unreachable!("handled above"),
     }
 }
 

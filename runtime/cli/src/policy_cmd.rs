@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use serde_json::json;
-use warden_policy::{Capability, inert, inert_text};
+use std::path::Path;
+
+use warden_policy::{Capability, Grants, inert, inert_text, mcp_key};
 
 use warden_workspace::Workspace;
 
@@ -11,6 +13,8 @@ use crate::render;
 
 pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     let tools = ws.toolset(Some(render::compiling()))?;
+    // Listed from the policy: nothing is started to show what it grants.
+    let (servers, server_warnings) = ws.mcp_servers();
     let mut out = std::io::stdout().lock();
     if json {
         let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
@@ -19,7 +23,10 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             "policy_file": ws.policy.path(),
             "policy_present": ws.policy.is_present(),
             "tools": list,
-            "warnings": tools.warnings(),
+            "mcp": servers.iter().map(|s| json!({
+                "name": s.name, "command": s.command, "grants": s.grants,
+            })).collect::<Vec<_>>(),
+            "warnings": tools.warnings().iter().chain(&server_warnings).collect::<Vec<_>>(),
             "instructions": ws.instructions.iter().map(|i| json!({
                 "source": i.source, "bytes": i.bytes.len(), "prompt_text": i.prompt_text(),
             })).collect::<Vec<_>>(),
@@ -41,33 +48,16 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             continue;
         };
         writeln!(out, "{} ({}):", e.info.spec.name, e.info.origin)?;
-        if g.dirs().next().is_none() {
-            writeln!(out, "  files:    none")?;
-        }
-        for (path, write) in g.dirs() {
-            let mode = if write { "read-write" } else { "read-only " };
-            writeln!(
-                out,
-                "  files:    {mode} {}",
-                inert(&path.display().to_string())
-            )?;
-        }
-        // Every other kind on one line each, whatever kinds there are.
-        for kind in Capability::KINDS.iter().filter(|k| **k != "files") {
-            let values: Vec<String> = g
-                .caps
-                .iter()
-                .filter(|c| c.kind() == *kind)
-                .map(|c| c.short(&ws.root).1)
-                .collect();
-            let shown = if values.is_empty() {
-                "none".to_string()
-            } else {
-                values.join(", ")
-            };
-            writeln!(out, "  {:<9} {shown}", format!("{kind}:"))?;
-        }
-        writeln!(out, "  limits:   {}", g.limits)?;
+        grant_lines(&mut out, g, &ws.root)?;
+    }
+    for s in &servers {
+        writeln!(
+            out,
+            "{} (mcp, starts {}):",
+            mcp_key(&s.name),
+            inert(&s.command.join(" "))
+        )?;
+        grant_lines(&mut out, &s.grants, &ws.root)?;
     }
     for i in &ws.instructions {
         writeln!(
@@ -82,5 +72,39 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     }
     drop(out);
     render::warnings(&tools);
+    for w in &server_warnings {
+        eprintln!("warning: {}", inert(w));
+    }
     Ok(0)
+}
+
+/// A tool's (or an MCP server's) grants, one line per kind.
+fn grant_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result<()> {
+    if g.dirs().next().is_none() {
+        writeln!(out, "  files:    none")?;
+    }
+    for (path, write) in g.dirs() {
+        let mode = if write { "read-write" } else { "read-only " };
+        writeln!(
+            out,
+            "  files:    {mode} {}",
+            inert(&path.display().to_string())
+        )?;
+    }
+    // Every other kind on one line each, whatever kinds there are.
+    for kind in Capability::KINDS.iter().filter(|k| **k != "files") {
+        let values: Vec<String> = g
+            .caps
+            .iter()
+            .filter(|c| c.kind() == *kind)
+            .map(|c| c.short(root).1)
+            .collect();
+        let shown = if values.is_empty() {
+            "none".to_string()
+        } else {
+            values.join(", ")
+        };
+        writeln!(out, "  {:<9} {shown}", format!("{kind}:"))?;
+    }
+    writeln!(out, "  limits:   {}", g.limits)
 }

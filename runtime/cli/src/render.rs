@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use warden_policy::{Grants, inert};
-use warden_workspace::{Entry, Toolset};
+use warden_workspace::{Entry, McpTool, McpTools, Toolset};
 
 /// First sentence of a description, cut to `max` characters, inert.
 pub fn short(description: &str, max: usize) -> String {
@@ -96,5 +96,22 @@ pub fn entry_json(e: &Entry) -> Value {
         "mutates": e.info.spec.mutates,
         "enabled": e.grants.is_some(),
         "grants": e.grants,
+        "parameters": e.info.spec.parameters,
+    })
+}
+
+/// One MCP server's tool for `--json` listings, shaped like a loaded tool's.
+pub fn mcp_tool_json(mcp: &McpTools, t: &McpTool) -> Value {
+    let server = mcp.server(t);
+    json!({
+        "name": t.def.name,
+        "origin": "mcp",
+        "location": format!("mcp:{}", server.name),
+        "description": t.def.description,
+        "aliases": [],
+        "mutates": server.grants.needs_approval(),
+        "enabled": true,
+        "grants": server.grants,
+        "parameters": t.def.parameters,
     })
 }

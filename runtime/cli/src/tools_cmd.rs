@@ -6,14 +6,18 @@ use anyhow::{Context, bail};
 use serde_json::json;
 use warden_policy::{inert, inert_text};
 use warden_sandbox::CallControl;
-use warden_workspace::{Toolset, Workspace};
+use warden_workspace::{McpTool, McpTools, Toolset, Workspace};
 
 use crate::args::ToolsCommand;
 use crate::render;
 use crate::{EXIT_CONFIG, EXIT_TOOL_ERROR};
 
 pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
-    let tools = ws.toolset(Some(render::compiling()))?;
+    let tools = match command {
+        // Inspecting needs no server process.
+        ToolsCommand::Inspect { .. } => ws.toolset(Some(render::compiling()))?,
+        _ => ws.toolset_with_mcp(Some(render::compiling()))?,
+    };
     match command {
         ToolsCommand::List { json } => list(ws, &tools, json),
         ToolsCommand::Inspect { name, json } => inspect(ws, &tools, &name, json),
@@ -24,7 +28,10 @@ pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
 fn list(ws: &Workspace, tools: &Toolset, json: bool) -> anyhow::Result<u8> {
     let mut out = std::io::stdout().lock();
     if json {
-        let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
+        let mut list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
+        if let Some(mcp) = tools.mcp() {
+            list.extend(mcp.tools().iter().map(|t| render::mcp_tool_json(mcp, t)));
+        }
         let doc = json!({
             "tools": list,
             "problems": tools.host().problems(),
@@ -49,6 +56,18 @@ fn list(ws: &Workspace, tools: &Toolset, json: bool) -> anyhow::Result<u8> {
             e.info.origin.to_string(),
             render::access(e.grants.as_ref(), &ws.root),
             render::short(&e.info.spec.description, 60),
+        ]);
+    }
+    for (mcp, t) in tools
+        .mcp()
+        .into_iter()
+        .flat_map(|m| m.tools().iter().map(move |t| (m, t)))
+    {
+        rows.push(vec![
+            t.def.name.clone(),
+            "mcp".into(),
+            render::access(Some(&mcp.server(t).grants), &ws.root),
+            render::short(&t.def.description, 60),
         ]);
     }
     out.write_all(render::table(&rows).as_bytes())?;
@@ -125,6 +144,9 @@ fn call(tools: &Toolset, name: &str, args: String, json: bool) -> anyhow::Result
     } else {
         args
     };
+    if let Some((mcp, tool)) = tools.mcp().and_then(|m| m.find(name).map(|t| (m, t))) {
+        return call_mcp(mcp, tool, &args, json);
+    }
     if tools.host().resolve(name).is_none() && tools.find(name).is_none() {
         render::warnings(tools);
     }
@@ -156,4 +178,33 @@ fn call(tools: &Toolset, name: &str, args: String, json: bool) -> anyhow::Result
             )
         }
     }
+}
+
+/// `warden tools call` of an MCP server's tool: the same call the model
+/// makes, without approval (the user typed it).
+fn call_mcp(mcp: &McpTools, tool: &McpTool, args: &str, json: bool) -> anyhow::Result<u8> {
+    let args: serde_json::Value = match serde_json::from_str(args) {
+        Ok(v) => v,
+        Err(e) => bail!("the arguments are not valid JSON: {e}"),
+    };
+    let result = mcp.call(tool, args, &warden_agent::CallCancel::default());
+    let mut out = std::io::stdout().lock();
+    if json {
+        let doc = json!({
+            "tool": tool.def.name,
+            "ok": result.ok,
+            "error_kind": result.error_kind,
+            "output": result.output,
+            "truncated": result.truncated,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else if result.ok {
+        out.write_all(inert_text(&result.output).as_bytes())?;
+        if !result.output.ends_with('\n') {
+            writeln!(out)?;
+        }
+    } else {
+        eprintln!("{}", inert_text(&result.output));
+    }
+    Ok(if result.ok { 0 } else { EXIT_TOOL_ERROR })
 }

@@ -26,6 +26,56 @@ pub struct PolicyFile {
     /// that change state; the default) or "always".
     #[serde(default, deserialize_with = "approval")]
     pub approval: Option<String>,
+    /// MCP servers whose tools the model may use, keyed by server name.
+    #[serde(default)]
+    pub mcp: BTreeMap<ToolName, McpSection>,
+}
+
+/// `[mcp.NAME]`: an MCP server on stdio, and what its process may reach.
+/// Its tools appear to the model as `NAME__TOOL`.
+#[derive(Debug, Clone, Default)]
+pub struct McpSection {
+    /// Program and arguments, e.g. `["python3", "server.py"]`: the program
+    /// is looked up on `PATH` when it has no `/`.
+    pub command: Vec<String>,
+    /// What the process may reach (`read`, `write`, `env`, `network`),
+    /// its limits, and `enabled`: nothing unless granted.
+    pub grants: ToolSection,
+}
+
+/// `command`, then the keys of a tool section, each checked as there
+/// (unknown keys are errors; serde's `flatten` would let them pass).
+impl<'de> Deserialize<'de> for McpSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut table = toml::Table::deserialize(d)?;
+        let command = table.remove("command").ok_or_else(|| {
+            D::Error::custom(
+                "missing `command`: name the program and its arguments, e.g. \
+                 command = [\"python3\", \"server.py\"]",
+            )
+        })?;
+        let command = command_line(command).map_err(D::Error::custom)?;
+        let grants =
+            ToolSection::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)?;
+        Ok(McpSection { command, grants })
+    }
+}
+
+fn command_line(value: toml::Value) -> Result<Vec<String>, String> {
+    let v: Vec<String> = value
+        .try_into()
+        .map_err(|_| "`command` must be a list of strings, e.g. [\"python3\", \"server.py\"]")?;
+    match v.first() {
+        None => Err(
+            "empty command: name the program and its arguments, e.g. [\"python3\", \"server.py\"]"
+                .into(),
+        ),
+        Some(p) if p.is_empty() => Err("the program name is empty".into()),
+        _ if v.iter().any(|a| a.contains('\0')) => {
+            Err("a command argument contains a NUL byte".into())
+        }
+        _ => Ok(v),
+    }
 }
 
 fn approval<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {

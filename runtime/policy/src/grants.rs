@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::caps::{Capability, Grants, Limits};
-use crate::file::{ModelSection, PolicyFile, ToolName, ToolSection, UserConfig};
+use crate::file::{McpSection, ModelSection, PolicyFile, ToolName, ToolSection, UserConfig};
 use crate::inert::inert;
 use crate::{Error, POLICY_FILE, Result};
 
@@ -85,6 +85,9 @@ impl Policy {
         for (name, section) in &file.tools {
             check_overlap(path, &name.0, section)?;
         }
+        for (name, server) in &file.mcp {
+            check_overlap(path, &mcp_key(&name.0), &server.grants)?;
+        }
         Ok(Policy {
             workspace: canonical_workspace(workspace),
             path: path.to_path_buf(),
@@ -133,7 +136,28 @@ impl Policy {
     ///
     /// Also returns warnings (a granted directory that does not exist).
     pub fn grants_for(&self, tool: &str, baseline: Baseline) -> Option<(Grants, Vec<String>)> {
-        let section = self.section(tool);
+        self.grants_of(tool, self.section(tool), baseline)
+    }
+
+    /// The `[mcp.NAME]` sections, by name.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = (&str, &McpSection)> {
+        self.file.mcp.iter().map(|(k, v)| (k.0.as_str(), v))
+    }
+
+    /// What the process of MCP server `name` may reach, or `None` when it is
+    /// not enabled: only what its section grants, never the workspace by
+    /// default.
+    pub fn mcp_grants(&self, name: &str) -> Option<(Grants, Vec<String>)> {
+        let server = self.file.mcp.get(&ToolName(name.to_string()))?;
+        self.grants_of(&mcp_key(name), Some(&server.grants), Baseline::Nothing)
+    }
+
+    fn grants_of(
+        &self,
+        tool: &str,
+        section: Option<&ToolSection>,
+        baseline: Baseline,
+    ) -> Option<(Grants, Vec<String>)> {
         let enabled = match (section.and_then(|s| s.enabled), section) {
             (Some(on), _) => on,
             (None, Some(_)) => true,
@@ -240,6 +264,12 @@ impl Policy {
         }
         Ok(canon)
     }
+}
+
+/// The name an MCP server's grants go by in the trust record and in
+/// messages: `mcp.NAME`, which no tool name can be.
+pub fn mcp_key(name: &str) -> String {
+    format!("mcp.{name}")
 }
 
 /// Parses TOML into `T`; errors carry the line and column.

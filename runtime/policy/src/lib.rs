@@ -31,8 +31,8 @@ mod units;
 
 pub use caps::{Capability, Grants, Limits};
 pub use error::{Error, Result};
-pub use file::{ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
-pub use grants::{Baseline, Origin, Policy, load_user_config};
+pub use file::{McpSection, ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
+pub use grants::{Baseline, Origin, Policy, load_user_config, mcp_key};
 pub use inert::{inert, inert_text, json_kind};
 pub use network::{HostPattern, NetworkAllow};
 pub use trust::{

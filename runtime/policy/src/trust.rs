@@ -64,8 +64,12 @@ pub struct ComponentEntry {
 /// What one enabled tool was granted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRecord {
-    /// `builtin`, or `drop-in` for a tool a component file provides.
+    /// `builtin`, `drop-in` for a tool a component file provides, or `mcp`
+    /// for an MCP server (keyed `mcp.NAME`).
     pub origin: String,
+    /// The command line an MCP server starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Vec<String>>,
     /// Its capabilities.
     pub caps: BTreeSet<Capability>,
     /// Its limits.
@@ -77,6 +81,17 @@ impl ToolRecord {
     pub fn new(builtin: bool, grants: &Grants) -> ToolRecord {
         ToolRecord {
             origin: if builtin { "builtin" } else { "drop-in" }.to_string(),
+            launch: None,
+            caps: grants.set(),
+            limits: grants.limits,
+        }
+    }
+
+    /// Captures what MCP server process `command` is granted.
+    pub fn mcp(command: &[String], grants: &Grants) -> ToolRecord {
+        ToolRecord {
+            origin: "mcp".to_string(),
+            launch: Some(command.to_vec()),
             caps: grants.set(),
             limits: grants.limits,
         }

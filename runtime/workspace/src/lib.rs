@@ -11,6 +11,7 @@
 mod folders;
 pub mod instructions;
 pub mod manifest;
+mod mcp;
 mod runner;
 mod toolset;
 pub mod undo;
@@ -18,6 +19,7 @@ mod workspace;
 
 pub use folders::Folders;
 pub use instructions::{INSTRUCTIONS_FILE, Instructions};
+pub use mcp::{McpServer, McpTool, McpTools};
 pub use runner::{ApprovalMode, ApprovalRequest, Approve, SandboxRunner, Verdict};
 pub use toolset::{Entry, Toolset};
 pub use undo::{Journal, TurnChanges, Undone};

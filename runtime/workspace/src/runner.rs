@@ -10,6 +10,7 @@ use warden_sandbox::{BoundTool, CallControl, CallOutcome, GrantedDirs};
 
 use std::sync::Arc;
 
+use crate::mcp::{McpTool, McpTools};
 use crate::toolset::Toolset;
 use crate::undo::Journal;
 
@@ -194,6 +195,60 @@ impl SandboxRunner {
     }
 }
 
+impl SandboxRunner {
+    /// A call of an MCP server's tool: approval follows from what the
+    /// server's process is granted; its arguments are the server's to check.
+    fn run_mcp(
+        &self,
+        mcp: &McpTools,
+        tool: &McpTool,
+        arguments: &str,
+        cancel: &CallCancel,
+    ) -> ToolResult {
+        let args: Value = match serde_json::from_str(arguments) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(other) => {
+                return ToolResult {
+                    ok: false,
+                    output: format!(
+                        "the arguments must be a JSON object, not {}",
+                        warden_policy::json_kind(&other)
+                    ),
+                    error_kind: Some("invalid_arguments".into()),
+                    ..ToolResult::default()
+                };
+            }
+            Err(e) => {
+                return ToolResult {
+                    ok: false,
+                    output: format!("the arguments are not valid JSON: {e}"),
+                    error_kind: Some("invalid_arguments".into()),
+                    ..ToolResult::default()
+                };
+            }
+        };
+        let grants = &mcp.server(tool).grants;
+        if self.mode.asks(grants) {
+            let request = ApprovalRequest {
+                tool: &tool.def.name,
+                arguments: &args,
+                grants,
+                dirs: mcp.no_dirs(),
+            };
+            if let Verdict::Refuse(output) = self.approver.approve(&request) {
+                return ToolResult {
+                    ok: false,
+                    output,
+                    error_kind: Some("refused".into()),
+                    arguments: Some(args),
+                    ..ToolResult::default()
+                };
+            }
+        }
+        mcp.call(tool, args, cancel)
+    }
+}
+
 fn result_of(outcome: CallOutcome, arguments: Option<Value>) -> ToolResult {
     ToolResult {
         ok: outcome.result.is_ok(),
@@ -211,6 +266,12 @@ fn result_of(outcome: CallOutcome, arguments: Option<Value>) -> ToolResult {
 
 impl ToolRunner for SandboxRunner {
     fn tools(&self) -> Vec<AgentTool> {
+        let mcp = self.tools.mcp().into_iter().flat_map(|m| {
+            m.tools().iter().map(|t| AgentTool {
+                def: t.def.clone(),
+                mutates: m.server(t).grants.needs_approval(),
+            })
+        });
         self.tools
             .enabled()
             .map(|t| {
@@ -226,14 +287,18 @@ impl ToolRunner for SandboxRunner {
                     mutates: spec.mutates || t.grants().needs_approval(),
                 }
             })
+            .chain(mcp)
             .collect()
     }
 
     fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult {
-        match self.tools.find(name) {
-            Some(tool) => self.run(tool, arguments, cancel),
-            None => result_of(self.tools.unknown(name), None),
+        if let Some(tool) = self.tools.find(name) {
+            return self.run(tool, arguments, cancel);
         }
+        if let Some((mcp, tool)) = self.tools.mcp().and_then(|m| m.find(name).map(|t| (m, t))) {
+            return self.run_mcp(mcp, tool, arguments, cancel);
+        }
+        result_of(self.tools.unknown(name), None)
     }
 }
 

@@ -11,6 +11,7 @@ use warden_sandbox::{
 
 use crate::folders::Folders;
 use crate::manifest::baseline;
+use crate::mcp::McpTools;
 
 /// One loaded tool: its grants and bound form when enabled.
 #[derive(Debug)]
@@ -39,6 +40,8 @@ pub struct Toolset {
     /// Names and aliases of enabled tools → entry.
     index: HashMap<String, usize>,
     warnings: Vec<String>,
+    /// The tools of the `[mcp.NAME]` servers, once started.
+    mcp: Option<McpTools>,
 }
 
 /// What grants are checked against while they are resolved.
@@ -94,7 +97,21 @@ impl Toolset {
             entries,
             index,
             warnings,
+            mcp: None,
         }
+    }
+
+    /// Adds the tools of started MCP servers; a name a loaded tool already
+    /// has stays that tool's.
+    pub fn with_mcp(mut self, mcp: McpTools) -> Toolset {
+        self.warnings.extend(mcp.problems().iter().cloned());
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// The MCP servers' tools, when started.
+    pub fn mcp(&self) -> Option<&McpTools> {
+        self.mcp.as_ref()
     }
 
     /// Every loaded tool, enabled or not, in load order.
@@ -157,6 +174,11 @@ impl Toolset {
         let names: Vec<&str> = self
             .enabled()
             .map(|t| t.info().spec.name.as_str())
+            .chain(
+                self.mcp
+                    .iter()
+                    .flat_map(|m| m.tools().iter().map(|t| t.def.name.as_str())),
+            )
             .collect();
         let close = self
             .index
@@ -181,7 +203,12 @@ impl Toolset {
 /// tool. The same policy text can resolve to more than was accepted (a
 /// granted folder replaced by a symlink); that part is dropped, with a
 /// warning, before anything is opened.
-fn pin(tool: &str, grants: Grants, pins: &Pins<'_>, warnings: &mut Vec<String>) -> Grants {
+pub(crate) fn pin(
+    tool: &str,
+    grants: Grants,
+    pins: &Pins<'_>,
+    warnings: &mut Vec<String>,
+) -> Grants {
     let Grants { caps, limits } = grants;
     let mut kept = Grants {
         caps: Vec::with_capacity(caps.len()),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use warden_agent::session::SessionStore;
 use warden_policy::{
     ComponentEntry, Origin, POLICY_FILE, Policy, ToolRecord, TrustState, TrustStore, decide,
-    sha256_hex,
+    mcp_key, sha256_hex,
 };
 use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost};
 
@@ -21,7 +21,8 @@ use crate::Error;
 use crate::folders::Folders;
 use crate::instructions::{self, INSTRUCTIONS_FILE, Instructions};
 use crate::manifest::builtin_sources;
-use crate::toolset::{Pins, Toolset};
+use crate::mcp::{McpServer, McpTools};
+use crate::toolset::{Pins, Toolset, pin};
 
 /// Folder of drop-in tools inside a workspace.
 pub const WORKSPACE_TOOLS: &str = ".warden/tools";
@@ -292,6 +293,64 @@ impl Workspace {
         Ok(Toolset::build(Arc::new(host), &self.policy, &pins))
     }
 
+    /// The enabled `[mcp.NAME]` servers of the policy in force, each with
+    /// what its process may reach (pinned, like a tool's grants, to what
+    /// was trusted), and warnings for the user. A never-trusted workspace
+    /// has none; a server whose command line differs from the trusted one
+    /// does not start.
+    pub fn mcp_servers(&self) -> (Vec<McpServer>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut servers = Vec::new();
+        if self.mode == Mode::SafeDefaults {
+            return (servers, warnings);
+        }
+        let trusted = match self.mode {
+            Mode::InForce => self.trusted.as_ref().map(|t| &t.tools),
+            Mode::Current | Mode::SafeDefaults => None,
+        };
+        let pins = Pins {
+            trusted,
+            folders: &self.folders,
+        };
+        for (name, section) in self.policy.mcp_servers() {
+            let Some((grants, w)) = self.policy.mcp_grants(name) else {
+                continue;
+            };
+            warnings.extend(w);
+            let key = mcp_key(name);
+            if let Some(t) = trusted
+                && t.get(&key).and_then(|r| r.launch.as_ref()) != Some(&section.command)
+            {
+                warnings.push(format!(
+                    "MCP server `{name}` does not start: its command is not the one you                      trusted; review with `warden trust`"
+                ));
+                continue;
+            }
+            servers.push(McpServer {
+                name: name.to_string(),
+                command: section.command.clone(),
+                grants: pin(&key, grants, &pins, &mut warnings),
+            });
+        }
+        (servers, warnings)
+    }
+
+    /// [`Workspace::toolset`] with the `[mcp.NAME]` servers started, for
+    /// the commands that call tools.
+    pub fn toolset_with_mcp(
+        &self,
+        on_compile: Option<warden_sandbox::OnCompile>,
+    ) -> Result<Toolset, Error> {
+        let tools = self.toolset(on_compile)?;
+        let (servers, warnings) = self.mcp_servers();
+        if servers.is_empty() && warnings.is_empty() {
+            return Ok(tools);
+        }
+        let mut mcp = McpTools::start(servers, &self.root);
+        mcp.warn(warnings);
+        Ok(tools.with_mcp(mcp))
+    }
+
     /// The trust record of this configuration, with `tools` its toolset.
     pub fn state(&self, tools: &Toolset) -> TrustState {
         let components = self
@@ -332,6 +391,12 @@ impl Workspace {
                         ToolRecord::new(e.info.origin == Origin::Builtin, g),
                     ))
                 })
+                .chain(
+                    self.mcp_servers()
+                        .0
+                        .into_iter()
+                        .map(|s| (mcp_key(&s.name), ToolRecord::mcp(&s.command, &s.grants))),
+                )
                 .collect(),
         }
     }

@@ -247,3 +247,53 @@ fn user_config_file_is_optional_and_checked() {
             .contains("unknown field `tools`")
     );
 }
+
+#[test]
+fn an_mcp_server_gets_only_what_its_section_grants() {
+    let d = ws();
+    let p = parse(
+        "[mcp.demo]\ncommand = [\"python3\", \"server.py\"]\nread = [\"docs\"]\n\
+         network = [\"127.0.0.1:9\"]\ntimeout = \"5s\"\n\n\
+         [mcp.bare]\ncommand = [\"srv\"]\n\n\
+         [mcp.off]\ncommand = [\"srv\"]\nenabled = false\n",
+        d.path(),
+    )
+    .unwrap();
+    let names: Vec<&str> = p.mcp_servers().map(|(n, _)| n).collect();
+    assert_eq!(names, ["bare", "demo", "off"]);
+    let (g, _) = p.mcp_grants("demo").unwrap();
+    let root = d.path().canonicalize().unwrap();
+    assert_eq!(dirs(&g), vec![(root.join("docs"), false)]);
+    assert!(g.caps.contains(&Capability::Net {
+        host: "127.0.0.1:9".into()
+    }));
+    assert_eq!(g.limits.timeout, Duration::from_secs(5));
+    // Nothing by default: not even the workspace.
+    let (g, _) = p.mcp_grants("bare").unwrap();
+    assert!(g.caps.is_empty());
+    assert!(p.mcp_grants("off").is_none());
+    assert!(p.mcp_grants("missing").is_none());
+}
+
+#[test]
+fn a_bad_mcp_section_is_an_error_that_says_what_to_write() {
+    let d = ws();
+    let e = parse("[mcp.demo]\ncommand = []\n", d.path()).unwrap_err();
+    assert!(e.to_string().contains("empty command"), "{e}");
+    let e = parse("[mcp.demo]\nread = [\".\"]\n", d.path()).unwrap_err();
+    assert!(e.to_string().contains("command"), "{e}");
+    let e = parse(
+        "[mcp.demo]\ncommand = [\"x\"]\nexec = [\"sh\"]\nbogus = 1\n",
+        d.path(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("unknown field"), "{e}");
+    let e = parse("[mcp.Demo-1]\ncommand = [\"x\"]\n", d.path()).unwrap_err();
+    assert!(e.to_string().contains("snake_case"), "{e}");
+    let e = parse(
+        "[mcp.demo]\ncommand = [\"x\"]\nread = [\"docs\"]\nwrite = [\"docs\"]\n",
+        d.path(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("mcp.demo"), "{e}");
+}

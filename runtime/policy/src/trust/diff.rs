@@ -105,9 +105,16 @@ pub enum Change {
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Change::ToolAdded { tool, record } => {
-                write!(f, "+ tool {tool} ({}): {}", record.origin, describe(record))
-            }
+            Change::ToolAdded { tool, record } => match &record.launch {
+                Some(command) => write!(
+                    f,
+                    "+ {tool}: starts `{}` confined to: {}; its tools reach the model",
+                    inert(&command_line(command)),
+                    describe(record)
+                ),
+                None => write!(f, "+ tool {tool} ({}): {}", record.origin, describe(record)),
+            },
+            Change::ToolRemoved { tool } if tool.starts_with("mcp.") => write!(f, "- {tool}"),
             Change::ToolRemoved { tool } => write!(f, "- tool {tool}"),
             Change::Gained { tool, cap } => write!(f, "+ {tool}: {cap}"),
             Change::Lost { tool, cap } => write!(f, "- {tool}: {cap}"),
@@ -236,6 +243,23 @@ fn settings(text: Option<&str>) -> Vec<(&'static str, Option<String>)> {
     ]
 }
 
+/// A command as one line, each argument quoted where it needs to be.
+fn command_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("{a:?}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Enough of a hash to recognize it; the full one is in the record.
 fn short(hash: &str) -> String {
     format!("{}…", hash.get(..8).unwrap_or(hash))
@@ -348,8 +372,9 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
             (None, Some(c)) => out.push(added(c)),
             (Some(_), None) => out.push(Change::ToolRemoved { tool: tool.clone() }),
             // Different code now answers to the name (a drop-in shadowing a
-            // built-in, say): show it as a new tool with all its grants.
-            (Some(t), Some(c)) if t.origin != c.origin => {
+            // built-in, an MCP server started another way): show it as a
+            // new tool with all its grants.
+            (Some(t), Some(c)) if t.origin != c.origin || t.launch != c.launch => {
                 out.push(Change::ToolRemoved { tool: tool.clone() });
                 out.push(added(c));
             }

@@ -36,6 +36,7 @@ fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolReco
     };
     ToolRecord {
         origin: origin.to_string(),
+        launch: None,
         caps: read
             .iter()
             .map(dir(false))
@@ -505,4 +506,40 @@ fn diff_spells_out_model_and_approval_settings() {
     // An escape in a value is shown inert.
     let evil = state_with(Some("[model]\nmodel = \"\\u001b[2J\"\n"), &[]);
     assert!(!lines(&diff(&before, &evil)).concat().contains('\u{1b}'));
+}
+
+#[test]
+fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
+    let empty = TrustState::default();
+    let mut with = TrustState::default();
+    let g = Grants {
+        caps: vec![Capability::Net {
+            host: "127.0.0.1:9".into(),
+        }],
+        limits: Limits::default(),
+    };
+    let argv = [
+        "python3".to_string(),
+        "my server.py".into(),
+        "\u{1b}[2J".into(),
+    ];
+    with.tools
+        .insert("mcp.demo".into(), ToolRecord::mcp(&argv, &g));
+    let shown = lines(&diff(&empty, &with));
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].starts_with("+ mcp.demo: starts `python3 \"my server.py\""),
+        "{shown:?}"
+    );
+    assert!(shown[0].contains("network 127.0.0.1:9"), "{shown:?}");
+    assert!(!shown[0].contains('\u{1b}'), "{shown:?}");
+    // Another command line is another server: all its grants again.
+    let mut moved = with.clone();
+    moved.tools.get_mut("mcp.demo").unwrap().launch = Some(vec!["node".into()]);
+    let shown = lines(&diff(&with, &moved));
+    assert_eq!(shown[0], "- mcp.demo");
+    assert!(
+        shown[1].starts_with("+ mcp.demo: starts `node`"),
+        "{shown:?}"
+    );
 }

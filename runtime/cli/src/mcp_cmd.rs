@@ -1,0 +1,244 @@
+//! `warden mcp`: the workspace's trusted, enabled tools as an MCP server on
+//! stdio.
+//!
+//! Every `tools/call` goes through the same [`SandboxRunner`] as `warden
+//! run`: one lookup, the schema check, approval by grant, the sandbox. The
+//! server offers no tool that changes grants, so a client's model can never
+//! widen its own sandbox. Edits to `warden.toml` or to the drop-ins take
+//! effect only once `warden trust` accepts them; the server then rebuilds its
+//! tools and sends `notifications/tools/list_changed`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use warden_agent::{CallCancel, ToolRunner};
+use warden_policy::{TrustState, TrustStore, inert};
+use warden_workspace::{
+    ApprovalMode, ApprovalRequest, Approve, Folders, SandboxRunner, Verdict, Workspace,
+};
+
+/// `warden mcp [--yes] [--approval WHEN]`.
+pub fn run(
+    dir: Option<PathBuf>,
+    folders: Folders,
+    yes: bool,
+    approval: Option<String>,
+) -> anyhow::Result<u8> {
+    let ws = Workspace::open(dir.as_deref(), folders.clone())?;
+    let server = Server(Arc::new(State {
+        store: ws.trust_store()?,
+        root: ws.root,
+        dir,
+        folders,
+        yes,
+        approval: approval.as_deref().map(ApprovalMode::parse),
+        served: Mutex::new(None),
+    }));
+    // Opened once before serving, so that a broken policy is reported at
+    // start, as a configuration error, not as a failing first request.
+    server.0.current()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP client did not complete `initialize`")?;
+        running.waiting().await.context("the MCP session failed")?;
+        anyhow::Ok(())
+    })?;
+    Ok(0)
+}
+
+/// The tools being served, and the trusted state they were built from.
+struct Served {
+    runner: Arc<SandboxRunner>,
+    tools: Arc<Vec<Tool>>,
+    trusted: Option<TrustState>,
+}
+
+/// The handler; its state is shared with the blocking threads that
+/// rebuild the tools.
+#[derive(Clone)]
+struct Server(Arc<State>);
+
+struct State {
+    /// Where `warden trust` records what it accepted, read before each
+    /// request: one small file, no watcher thread.
+    store: TrustStore,
+    root: PathBuf,
+    dir: Option<PathBuf>,
+    folders: Folders,
+    yes: bool,
+    approval: Option<ApprovalMode>,
+    served: Mutex<Option<Served>>,
+}
+
+impl State {
+    /// The runner and tool list in force, rebuilt when the trusted state
+    /// changed since they were built (`warden trust` ran); the flag says
+    /// whether it was.
+    fn current(&self) -> anyhow::Result<(Arc<SandboxRunner>, Arc<Vec<Tool>>, bool)> {
+        let trusted = self.store.load(&self.root)?;
+        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = served.as_ref()
+            && s.trusted == trusted
+        {
+            return Ok((s.runner.clone(), s.tools.clone(), false));
+        }
+        let rebuilt = served.is_some();
+        let ws = Workspace::open(self.dir.as_deref(), self.folders.clone())?;
+        for n in &ws.notices {
+            eprintln!("note: {}", inert(n));
+        }
+        let tools = ws.toolset_with_mcp(Some(crate::render::compiling()))?;
+        crate::render::warnings(&tools);
+        let user = warden_policy::load_user_config(&ws.folders.config_file())?;
+        let mode = ApprovalMode::resolve(
+            self.approval,
+            user.approval.as_deref().map(ApprovalMode::parse),
+            ws.policy.approval().map(ApprovalMode::parse),
+        );
+        let runner = Arc::new(SandboxRunner::new(
+            tools,
+            mode,
+            Box::new(McpApprove { yes: self.yes }),
+        ));
+        let list: Vec<Tool> = runner
+            .tools()
+            .into_iter()
+            .map(|t| mcp_tool(t.def))
+            .collect();
+        let s = served.insert(Served {
+            runner,
+            tools: Arc::new(list),
+            trusted,
+        });
+        Ok((s.runner.clone(), s.tools.clone(), rebuilt))
+    }
+}
+
+impl Server {
+    /// [`State::current`] for a request, off the async threads (a rebuild
+    /// loads components and starts MCP servers): a failure is the client's
+    /// to see, and a rebuild is announced.
+    async fn current_for(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(Arc<SandboxRunner>, Arc<Vec<Tool>>), McpError> {
+        let state = self.0.clone();
+        let (runner, tools, rebuilt) = tokio::task::spawn_blocking(move || state.current())
+            .await
+            .map_err(|e| McpError::internal_error(format!("{e}"), None))?
+            .map_err(|e| McpError::internal_error(format!("{e:#}"), None))?;
+        if rebuilt {
+            // Before the answer, so the client knows what it is answered
+            // by; a client that went away is not this request's problem.
+            let _ = ctx.peer.notify_tool_list_changed().await;
+        }
+        Ok((runner, tools))
+    }
+}
+
+fn mcp_tool(def: warden_agent::ToolDef) -> Tool {
+    let schema = match def.parameters {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    Tool::new(def.name, def.description, Arc::new(schema))
+}
+
+/// Approval without a terminal: under `approval = "writes"` (or
+/// `"always"`) a call is allowed only when the server was started with
+/// `--yes`.
+struct McpApprove {
+    yes: bool,
+}
+
+impl Approve for McpApprove {
+    fn approve(&self, request: &ApprovalRequest<'_>) -> Verdict {
+        if self.yes {
+            return Verdict::Allow;
+        }
+        Verdict::Refuse(format!(
+            "refused: `{}` needs approval ({}) and this MCP server cannot ask; the user can \
+             restart it with `warden mcp --yes` to allow such calls, or grant less",
+            request.tool,
+            request
+                .grants
+                .caps
+                .iter()
+                .filter(|c| c.needs_approval())
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("warden", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "Tools confined by warden: each reaches only the directories, hosts and \
+             environment its workspace policy grants."
+                .into(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let (_, tools) = self.current_for(&ctx).await?;
+        Ok(ListToolsResult::with_all_items((*tools).clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (runner, _) = self.current_for(&ctx).await?;
+        let name = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        let cancel = CallCancel::default();
+        let ct = ctx.ct.clone();
+        let on_cancel = cancel.clone();
+        let watch = tokio::spawn(async move {
+            ct.cancelled().await;
+            on_cancel.cancel();
+        });
+        let result = tokio::task::spawn_blocking(move || runner.call(&name, &args, &cancel))
+            .await
+            .map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None));
+        watch.abort();
+        let result = result?;
+        let content = vec![ContentBlock::text(result.output)];
+        Ok(if result.ok {
+            CallToolResult::success(content)
+        } else {
+            CallToolResult::error(content)
+        }
+        .into())
+    }
+}

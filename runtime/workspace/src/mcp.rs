@@ -1,0 +1,378 @@
+//! MCP servers as tools: each `[mcp.NAME]` of the trusted policy is started
+//! as a confined process (the directories, network and environment its
+//! section grants, nothing else), and its tools are offered to the model as
+//! `NAME__TOOL`.
+//!
+//! The servers speak MCP on stdio through the official SDK (`rmcp`), on a
+//! runtime of their own: a call from the agent's blocking thread is sent to
+//! it and waited for, and nothing runs while no call does.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use serde_json::Value;
+use warden_agent::{CallCancel, ToolDef, ToolResult};
+use warden_policy::{Grants, inert, is_tool_name};
+use warden_sandbox::GrantedDirs;
+
+/// Longest wait for a server to start and list its tools.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One `[mcp.NAME]` section in force: what to start, and what it may reach.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    /// The server name (the prefix of its tools).
+    pub name: String,
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// What the process may reach, pinned to what was trusted.
+    pub grants: Grants,
+}
+
+/// One tool of a started server, as offered to the model.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    /// `SERVER__TOOL`.
+    pub def: ToolDef,
+    /// Index of its server.
+    server: usize,
+    /// Its name on the server.
+    remote: String,
+}
+
+struct Running {
+    server: McpServer,
+    client: RunningService<RoleClient, ()>,
+    /// Ends the process and everything it started when dropped.
+    _process: warden_confine::Confined,
+}
+
+/// The started servers and their tools.
+pub struct McpTools {
+    /// Taken only when dropped.
+    rt: Option<tokio::runtime::Runtime>,
+    servers: Vec<Running>,
+    tools: Vec<McpTool>,
+    index: HashMap<String, usize>,
+    problems: Vec<String>,
+    /// What an approval preview may look through: nothing (the server's
+    /// files are its own business; the arguments are shown).
+    no_dirs: GrantedDirs,
+}
+
+impl std::fmt::Debug for McpTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTools")
+            .field("tools", &self.tools.len())
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTools {
+    /// Starts `servers` confined, in `root` (the working directory, which
+    /// the process can use only as far as it is granted). A server that
+    /// cannot start, or whose kernel confinement is not available, is
+    /// left out with a problem that says why; nothing runs unconfined.
+    pub fn start(servers: Vec<McpServer>, root: &Path) -> McpTools {
+        let mut tools = McpTools {
+            rt: Some(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("warden-mcp")
+                    .enable_all()
+                    .build()
+                    .expect("a tokio runtime starts"),
+            ),
+            servers: Vec::new(),
+            tools: Vec::new(),
+            index: HashMap::new(),
+            problems: Vec::new(),
+            no_dirs: GrantedDirs::open(&[]).expect("no directory opens"),
+        };
+        for server in servers {
+            let name = server.name.clone();
+            match tools.start_one(server, root) {
+                Ok(()) => {}
+                Err(why) => tools.problems.push(format!(
+                    "MCP server `{name}` is not available: {}",
+                    inert(&why)
+                )),
+            }
+        }
+        tools
+    }
+
+    fn start_one(&mut self, server: McpServer, root: &Path) -> Result<(), String> {
+        let process = warden_confine::spawn(&spec(&server, root)).map_err(|e| e.to_string())?;
+        let (stdout, stdin) = {
+            let _rt = self.rt().enter();
+            process.stdio().map_err(|e| e.to_string())?
+        };
+        let listed = self
+            .wait(async {
+                tokio::time::timeout(START_TIMEOUT, async {
+                    let client = ().serve((stdout, stdin)).await.map_err(|e| {
+                        format!("it did not answer `initialize` ({e}); check its command")
+                    })?;
+                    let tools = client
+                        .peer()
+                        .list_all_tools()
+                        .await
+                        .map_err(|e| format!("`tools/list` failed: {e}"))?;
+                    Ok::<_, String>((client, tools))
+                })
+                .await
+                .map_err(|_| format!("it did not start within {}s", START_TIMEOUT.as_secs()))?
+            })
+            .ok_or("warden is stopping")??;
+        let (client, listed) = listed;
+        let at = self.servers.len();
+        for tool in listed {
+            let exposed = exposed_name(&server.name, &tool.name);
+            if !is_tool_name(&exposed) || self.index.contains_key(&exposed) {
+                self.problems.push(format!(
+                    "MCP server `{}`: tool `{}` is left out: its name cannot be offered as \
+                     `{}`",
+                    server.name,
+                    inert(&tool.name),
+                    inert(&exposed)
+                ));
+                continue;
+            }
+            self.index.insert(exposed.clone(), self.tools.len());
+            self.tools.push(McpTool {
+                def: ToolDef {
+                    name: exposed,
+                    description: tool.description.as_deref().unwrap_or("").to_string(),
+                    parameters: Value::Object((*tool.input_schema).clone()),
+                },
+                server: at,
+                remote: tool.name.to_string(),
+            });
+        }
+        self.servers.push(Running {
+            server,
+            client,
+            _process: process,
+        });
+        Ok(())
+    }
+
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.rt.as_ref().expect("the runtime lives until drop")
+    }
+
+    /// Runs `task` on the servers' runtime and waits for it on this
+    /// thread, which may belong to another runtime (never a worker of it);
+    /// `None` when the task was aborted.
+    fn wait<T: Send + 'static>(&self, task: impl Future<Output = T> + Send + 'static) -> Option<T> {
+        let (done, wait) = std::sync::mpsc::channel();
+        self.rt().spawn(async move {
+            let _ = done.send(task.await);
+        });
+        wait.recv().ok()
+    }
+
+    /// The tools offered, in server order.
+    pub fn tools(&self) -> &[McpTool] {
+        &self.tools
+    }
+
+    /// Servers that did not start, and tools left out, for the user.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// Adds warnings about the servers (for [`McpTools::problems`]).
+    pub fn warn(&mut self, warnings: Vec<String>) {
+        self.problems.extend(warnings);
+    }
+
+    /// No directories, for approval requests.
+    pub fn no_dirs(&self) -> &GrantedDirs {
+        &self.no_dirs
+    }
+
+    /// The tool offered as `name`, if any.
+    pub fn find(&self, name: &str) -> Option<&McpTool> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The server behind `tool`.
+    pub fn server(&self, tool: &McpTool) -> &McpServer {
+        &self.servers[tool.server].server
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object), within the server's
+    /// timeout; cancelling `cancel` sends `notifications/cancelled`.
+    pub fn call(&self, tool: &McpTool, arguments: Value, cancel: &CallCancel) -> ToolResult {
+        let running = &self.servers[tool.server];
+        let limits = running.server.grants.limits;
+        let fail = |kind: &str, output: String| ToolResult {
+            ok: false,
+            output,
+            error_kind: Some(kind.to_string()),
+            arguments: Some(arguments.clone()),
+            ..ToolResult::default()
+        };
+        let Value::Object(map) = arguments.clone() else {
+            return fail(
+                "invalid_arguments",
+                "the arguments must be a JSON object".into(),
+            );
+        };
+        let started = Instant::now();
+        let peer = running.client.peer().clone();
+        let params = CallToolRequestParams::new(tool.remote.clone()).with_arguments(map);
+        let (done, wait) = std::sync::mpsc::channel();
+        let task = self.rt().spawn(async move {
+            let answer = tokio::time::timeout(limits.timeout, peer.call_tool(params)).await;
+            let _ = done.send(answer);
+        });
+        let abort = Arc::new(task.abort_handle());
+        cancel.on_cancel({
+            let abort = abort.clone();
+            move || abort.abort()
+        });
+        let answer = wait.recv();
+        let duration = started.elapsed();
+        let server = &running.server.name;
+        let mut result = match answer {
+            Err(_) => fail("cancelled", "cancelled by the user".into()),
+            Ok(Err(_)) => fail(
+                "timeout",
+                format!(
+                    "MCP server `{server}` did not answer within {}s (the server's timeout)",
+                    limits.timeout.as_secs_f64()
+                ),
+            ),
+            Ok(Ok(Err(e))) => fail(
+                "failed",
+                format!(
+                    "MCP server `{server}` failed the call: {}",
+                    inert(&e.to_string())
+                ),
+            ),
+            Ok(Ok(Ok(answer))) => {
+                let (text, truncated) = text_of(&answer.content, limits.output as usize);
+                ToolResult {
+                    ok: answer.is_error != Some(true),
+                    error_kind: (answer.is_error == Some(true)).then(|| "failed".to_string()),
+                    output: text,
+                    truncated,
+                    arguments: Some(arguments.clone()),
+                    ..ToolResult::default()
+                }
+            }
+        };
+        result.duration = duration;
+        result
+    }
+}
+
+impl Drop for McpTools {
+    fn drop(&mut self) {
+        // The processes end with `Running` (killed with all they started);
+        // the runtime is let go without blocking, since a toolset may be
+        // dropped on an async thread.
+        self.servers.clear();
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// `SERVER__TOOL`, lower case, with what a tool name cannot hold as `_`.
+fn exposed_name(server: &str, tool: &str) -> String {
+    let tool: String = tool
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '_' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '_',
+        })
+        .collect();
+    format!("{server}__{tool}")
+}
+
+/// The text of a result: text blocks as they are, other content named.
+fn text_of(content: &[ContentBlock], cap: usize) -> (String, bool) {
+    let mut out = String::new();
+    for block in content {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        match block {
+            ContentBlock::Text(t) => out.push_str(&t.text),
+            ContentBlock::Image(i) => out.push_str(&format!("[image, {}]", i.mime_type)),
+            ContentBlock::Audio(a) => out.push_str(&format!("[audio, {}]", a.mime_type)),
+            ContentBlock::Resource(_) => out.push_str("[embedded resource]"),
+            ContentBlock::ResourceLink(r) => out.push_str(&format!("[resource {}]", r.uri)),
+            _ => out.push_str("[content of a kind warden does not show]"),
+        }
+    }
+    if out.len() <= cap {
+        return (out, false);
+    }
+    let mut end = cap;
+    while !out.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.truncate(end);
+    (out, true)
+}
+
+/// What the server's process may reach, for the confinement.
+fn spec(server: &McpServer, root: &Path) -> warden_confine::Spec {
+    warden_confine::Spec {
+        _server: server.clone(),
+        _root: root.to_path_buf(),
+    }
+}
+
+// Placeholder until the confinement crate lands: nothing starts.
+mod warden_confine {
+    use tokio::net::unix::pipe::{Receiver, Sender};
+
+    pub struct Spec {
+        pub _server: super::McpServer,
+        pub _root: std::path::PathBuf,
+    }
+    pub struct Confined;
+    impl Confined {
+        pub fn stdio(&self) -> Result<(Receiver, Sender), String> {
+            Err("unreachable".into())
+        }
+    }
+    pub fn spawn(_: &Spec) -> Result<Confined, String> {
+        Err("process confinement is not built yet".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_and_made_tool_names() {
+        assert_eq!(exposed_name("demo", "echo"), "demo__echo");
+        assert_eq!(exposed_name("gh", "Create-Issue"), "gh__create_issue");
+        assert!(is_tool_name(&exposed_name("gh", "list.files")));
+        // No server tool can take a built-in's name.
+        assert!(exposed_name("read", "file").contains("__"));
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_character_boundary() {
+        let blocks = vec![ContentBlock::text("héllo wörld")];
+        let (text, cut) = text_of(&blocks, 2);
+        assert_eq!((text.as_str(), cut), ("h", true));
+        let (text, cut) = text_of(&blocks, 100);
+        assert_eq!((text.as_str(), cut), ("héllo wörld", false));
+    }
+}

@@ -1,0 +1,48 @@
+"""Drives `warden mcp` with the official MCP Python SDK, over stdio.
+
+Usage: client.py WARDEN WORKSPACE CALLS-JSON [warden mcp flags...]
+
+CALLS-JSON is a list of {"name": ..., "arguments": {...}}. Prints one JSON
+document: the server's name, its tools (name, description, inputSchema) and
+each call's isError and text.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def main() -> None:
+    warden, workspace, calls, *flags = sys.argv[1:]
+    params = StdioServerParameters(
+        command=warden,
+        args=["--workspace", workspace, "mcp", *flags],
+        env=dict(os.environ),
+    )
+    report = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            report["server"] = init.server_info.name
+            listed = await session.list_tools()
+            report["tools"] = [
+                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                for t in listed.tools
+            ]
+            report["calls"] = []
+            for call in json.loads(calls):
+                result = await session.call_tool(call["name"], call["arguments"])
+                report["calls"].append(
+                    {
+                        "isError": result.is_error,
+                        "text": "".join(c.text for c in result.content if c.type == "text"),
+                    }
+                )
+    print(json.dumps(report))
+
+
+asyncio.run(main())

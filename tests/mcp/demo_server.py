@@ -1,0 +1,82 @@
+"""A small MCP server on stdio (standard library only) for warden's tests.
+
+Its one tool, `probe`, does what a hostile or careless server might: it
+writes a file where it was told to, connects to a loopback port, and leaves
+a process behind. It reports what happened and always answers normally, so
+the test can check on the host that the confinement, not the server, said no.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+
+def answer(msg_id, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+def probe(args):
+    report = []
+    try:
+        with open(args["write"], "w") as f:
+            f.write("escaped")
+        report.append("write: ok")
+    except OSError as e:
+        report.append(f"write: {e.strerror}")
+    try:
+        socket.create_connection(("127.0.0.1", int(args["port"])), timeout=2).close()
+        report.append("connect: ok")
+    except OSError as e:
+        report.append(f"connect: {e.strerror or e}")
+    # A process that would outlive the server if nothing stopped it.
+    subprocess.Popen(
+        ["sleep", "1000"], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    report.append(f"marker: {args.get('marker', '')}")
+    return "; ".join(report)
+
+
+TOOLS = [
+    {
+        "name": "probe",
+        "description": "Writes a file, connects to a port, and reports what happened.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "write": {"type": "string"},
+                "port": {"type": "integer"},
+                "marker": {"type": "string"},
+            },
+            "required": ["write", "port"],
+        },
+    }
+]
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, msg_id = msg.get("method"), msg.get("id")
+    if msg_id is None:
+        continue
+    if method == "initialize":
+        answer(
+            msg_id,
+            {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "demo", "version": "1"},
+            },
+        )
+    elif method == "tools/list":
+        answer(msg_id, {"tools": TOOLS})
+    elif method == "tools/call":
+        text = probe(msg["params"].get("arguments") or {})
+        answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})
+    else:
+        sys.stdout.write(
+            json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "no such method"}})
+            + "\n"
+        )
+        sys.stdout.flush()

@@ -1,0 +1,284 @@
+//! MCP both ways: `warden mcp` driven by the official Python SDK, and
+//! `[mcp.NAME]` servers started confined inside `warden run`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use warden_tests::{Sandbox, run, run_ok, warden_bin};
+
+/// Whether the `mcp` Python SDK is importable. CI installs it (`.ci/run`),
+/// so there a missing SDK fails the test; elsewhere the test says what to
+/// install and passes over.
+fn python_mcp() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the `mcp` Python SDK is missing: `.ci/run` installs it (pip install mcp)"
+        );
+        eprintln!("skipped: `pip install mcp` to run the MCP client tests");
+    }
+    ok
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp").join(name)
+}
+
+/// Runs the Python client against `warden mcp` in `sb`, making `calls`.
+fn mcp_client(sb: &Sandbox, calls: Value, flags: &[&str]) -> Value {
+    let mut cmd = sb.warden();
+    cmd.env_remove("NO_COLOR");
+    let mut py = Command::new("python3");
+    // The SDK starts the server with this environment (private HOME, XDG).
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => py.env(k, v),
+            None => py.env_remove(k),
+        };
+    }
+    py.current_dir(&sb.ws)
+        .arg(script("client.py"))
+        .arg(warden_bin())
+        .arg(&sb.ws)
+        .arg(calls.to_string())
+        .args(flags);
+    let out = run(&mut py);
+    assert_eq!(
+        out.code, 0,
+        "client failed:\n{}\n{}",
+        out.stdout, out.stderr
+    );
+    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+#[test]
+fn an_mcp_client_lists_and_calls_the_workspace_tools_through_the_sandbox() {
+    if !python_mcp() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let calls = json!([
+        {"name": "read_file", "arguments": {"path": "hello.txt"}},
+        {"name": "read_file", "arguments": {"path": "../outside/secret.txt"}},
+        {"name": "read_file", "arguments": {"path": sb.outside.join("secret.txt")}},
+        {"name": "write_file", "arguments": {"path": "new.txt", "content": "x"}},
+        {"name": "read_file", "arguments": {"nope": 1}},
+    ]);
+    let before = sb.outside_snapshot();
+    let report = mcp_client(&sb, calls, &[]);
+    assert_eq!(report["server"], "warden");
+
+    // The same tools, names and schemas as `warden tools list --json`.
+    let listed: Value =
+        serde_json::from_str(&run_ok(sb.warden().args(["tools", "list", "--json"]))).unwrap();
+    let expected: Vec<(Value, Value)> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["enabled"] == true)
+        .map(|t| (t["name"].clone(), t["parameters"].clone()))
+        .collect();
+    let served: Vec<(Value, Value)> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].clone(), t["inputSchema"].clone()))
+        .collect();
+    assert!(expected.len() >= 10, "{expected:?}");
+    assert_eq!(served, expected);
+
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["isError"], false, "{calls:?}");
+    assert!(calls[0]["text"].as_str().unwrap().contains("hello"));
+    for escape in &calls[1..3] {
+        assert_eq!(escape["isError"], true, "{escape}");
+        assert!(
+            escape["text"]
+                .as_str()
+                .unwrap()
+                .contains("outside the directories"),
+            "{escape}"
+        );
+        assert!(!escape["text"].as_str().unwrap().contains("top secret"));
+    }
+    // `approval = "writes"` is the default: without --yes, refused.
+    assert_eq!(calls[3]["isError"], true);
+    assert!(
+        calls[3]["text"].as_str().unwrap().contains("--yes"),
+        "{}",
+        calls[3]
+    );
+    assert!(!sb.ws.join("new.txt").exists());
+    // A schema error is a tool error with the message the model gets.
+    assert_eq!(calls[4]["isError"], true);
+    assert!(calls[4]["text"].as_str().unwrap().contains("path"));
+    assert_eq!(sb.outside_snapshot(), before);
+}
+
+#[test]
+fn with_yes_a_write_goes_through_and_never_offers_a_way_to_widen_grants() {
+    if !python_mcp() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let calls = json!([{"name": "write_file", "arguments": {"path": "new.txt", "content": "x"}}]);
+    let report = mcp_client(&sb, calls, &["--yes"]);
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    assert_eq!(std::fs::read_to_string(sb.ws.join("new.txt")).unwrap(), "x");
+    for t in report["tools"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        assert!(
+            !name.contains("grant") && !name.contains("trust") && !name.contains("policy"),
+            "{name}"
+        );
+    }
+}
+
+/// One line-delimited JSON-RPC exchange with a `warden mcp` process.
+struct Raw {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Raw {
+    fn start(sb: &Sandbox) -> Raw {
+        let mut child = sb
+            .warden()
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        Raw { child, out }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
+#[test]
+fn a_malformed_request_gets_a_json_rpc_error_and_the_server_keeps_serving() {
+    let sb = Sandbox::new();
+    let mut mcp = Raw::start(&sb);
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+    );
+    assert_eq!(mcp.read()["result"]["serverInfo"]["name"], "warden");
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    // Valid JSON, not a valid request: params of the wrong type.
+    mcp.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":7}"#);
+    let error = mcp.read();
+    assert!(error["error"]["code"].is_i64(), "{error}");
+    // A method that does not exist.
+    mcp.send(r#"{"jsonrpc":"2.0","id":3,"method":"grant/everything","params":{}}"#);
+    let error = mcp.read();
+    assert_eq!(error["id"], 3, "{error}");
+    assert_eq!(error["error"]["code"], -32601, "{error}");
+    // Still serving.
+    mcp.send(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"hello.txt"}}}"#,
+    );
+    let answer = mcp.read();
+    assert_eq!(answer["id"], 4, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("world"), "{answer}");
+    drop(mcp.child.stdin.take());
+    let status = mcp.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn the_server_takes_a_changed_policy_only_after_trust_and_says_so() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.read_file]\nread = [\"docs\"]\n");
+    sb.trust();
+    let mut mcp = Raw::start(&sb);
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+    );
+    mcp.read();
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let call = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"path": "hello.txt"}}})
+        .to_string()
+    };
+    mcp.send(&call(2));
+    assert_eq!(mcp.read()["result"]["isError"], true);
+    // Edited, not trusted: nothing changes.
+    sb.policy("[tools.read_file]\nread = [\".\"]\n");
+    mcp.send(&call(3));
+    assert_eq!(mcp.read()["result"]["isError"], true);
+    // Trusted: the next request sees it, after a list_changed notice.
+    sb.trust();
+    mcp.send(&call(4));
+    let first = mcp.read();
+    assert_eq!(
+        first["method"], "notifications/tools/list_changed",
+        "{first}"
+    );
+    let answer = mcp.read();
+    assert_eq!(answer["id"], 4);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+}
+
+const DEMO: &str = "[mcp.demo]\ncommand = [\"python3\", \"server.py\"]\nread = [\".\"]\n";
+
+#[test]
+fn the_trust_diff_shows_an_added_mcp_server_with_its_command_line() {
+    let sb = Sandbox::new();
+    sb.policy(DEMO);
+    let shown = sb.trust();
+    let line = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("+ mcp.demo"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        line.contains("starts `python3 server.py` confined to:"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("read-only {}", sb.ws.display())),
+        "{line}"
+    );
+    // Changing the command is a new server to trust.
+    sb.policy(&DEMO.replace("server.py", "other.py"));
+    let shown = sb.trust();
+    assert!(shown.contains("- mcp.demo"), "{shown}");
+    assert!(shown.contains("starts `python3 other.py`"), "{shown}");
+}
+
+#[test]
+fn a_never_trusted_workspace_starts_no_mcp_server() {
+    let sb = Sandbox::new();
+    sb.policy(DEMO);
+    let listed = run(sb.warden().args(["tools", "list", "--json"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(!listed.stdout.contains("demo__"), "{}", listed.stdout);
+    assert!(!listed.stderr.contains("demo"), "{}", listed.stderr);
+    let policy = run_ok(sb.warden().args(["policy"]));
+    assert!(!policy.contains("mcp.demo"), "{policy}");
+}
