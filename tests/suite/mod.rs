@@ -16,3 +16,4 @@ mod seams;
 mod search;
 mod sessions;
 mod trust;
+mod web;

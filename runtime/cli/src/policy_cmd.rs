@@ -60,6 +60,10 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
                 .filter(|c| c.kind() == *kind)
                 .map(|c| c.short(&ws.root).1)
                 .collect();
+            // Kinds most tools never have are listed only where present.
+            if values.is_empty() && matches!(*kind, "secrets" | "settings") {
+                continue;
+            }
             let shown = if values.is_empty() {
                 "none".to_string()
             } else {
