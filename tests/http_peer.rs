@@ -216,7 +216,10 @@ fn answer(mut stream: TcpStream, handler: &Handler, log: &std::sync::Mutex<Vec<S
         head,
         body: Vec::new(),
     };
-    if let Some(n) = seen.header("content-length").and_then(|v| v.parse::<usize>().ok()) {
+    if let Some(n) = seen
+        .header("content-length")
+        .and_then(|v| v.parse::<usize>().ok())
+    {
         let mut body = vec![0u8; n];
         if stream.read_exact(&mut body).is_err() {
             return;
@@ -248,7 +251,11 @@ fn answer(mut stream: TcpStream, handler: &Handler, log: &std::sync::Mutex<Vec<S
         return;
     }
     for piece in a.body.chunks(a.chunk.max(1)) {
-        if stream.write_all(piece).and_then(|()| stream.flush()).is_err() {
+        if stream
+            .write_all(piece)
+            .and_then(|()| stream.flush())
+            .is_err()
+        {
             return;
         }
     }
@@ -266,8 +273,8 @@ fn read_chunked(stream: &mut TcpStream) -> Vec<u8> {
             }
         }
         let text = String::from_utf8_lossy(&size_line);
-        let n = usize::from_str_radix(text.trim().split(';').next().unwrap_or("0"), 16)
-            .unwrap_or(0);
+        let n =
+            usize::from_str_radix(text.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
         let mut chunk = vec![0u8; n + 2];
         if stream.read_exact(&mut chunk).is_err() {
             return body;

@@ -74,7 +74,8 @@ fn the_web_tools_get_no_directory_and_no_network_until_granted() {
     assert_eq!(e.kind, ErrorKind::Denied, "{e}");
     assert!(
         e.message.contains(&format!("127.0.0.1:{}", peer.port))
-            && e.message.contains("network = [\"HOST\"]` under [tools.fetch]"),
+            && e.message
+                .contains("network = [\"HOST\"]` under [tools.fetch]"),
         "{e}"
     );
     assert_eq!(peer.hits(), 0);
@@ -128,7 +129,11 @@ fn a_5_mb_page_is_served_in_pieces() {
     let sb = Sandbox::new();
     let tools = fetch_tools(&sb, &peer, "timeout = \"60s\"\n");
     let total = text.len();
-    let first = ok(fetch(&tools, &peer.url("/big"), json!({"max_length": 1000})));
+    let first = ok(fetch(
+        &tools,
+        &peer.url("/big"),
+        json!({"max_length": 1000}),
+    ));
     assert!(
         first.contains(&format!(
             "Length: {total} characters; showing characters 0-1000. Call fetch again with \
@@ -149,11 +154,21 @@ fn a_5_mb_page_is_served_in_pieces() {
         &peer.url("/big"),
         json!({"start_index": total - 26}),
     ));
-    assert!(last.contains(&format!("showing characters {}-{total}, the end", total - 26)));
+    assert!(last.contains(&format!(
+        "showing characters {}-{total}, the end",
+        total - 26
+    )));
     assert!(last.ends_with("0000000000000000000209999\n"));
-    let e = err(fetch(&tools, &peer.url("/big"), json!({"start_index": total})));
+    let e = err(fetch(
+        &tools,
+        &peer.url("/big"),
+        json!({"start_index": total}),
+    ));
     assert_eq!(e.kind, ErrorKind::InvalidArgs, "{e}");
-    assert!(e.message.contains(&format!("has {total} characters")), "{e}");
+    assert!(
+        e.message.contains(&format!("has {total} characters")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -196,7 +211,8 @@ fn a_binary_response_is_refused_with_its_content_type() {
     let e = err(fetch(&tools, &peer.url("/logo.png"), json!({})));
     assert_eq!(e.kind, ErrorKind::Failed, "{e}");
     assert!(
-        e.message.contains("is binary content (image/png, 11 bytes)"),
+        e.message
+            .contains("is binary content (image/png, 11 bytes)"),
         "{e}"
     );
     assert!(!e.message.contains("PNG"), "{e}");
@@ -217,7 +233,9 @@ fn http_errors_and_dead_ports_say_what_failed() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);
-    sb.policy(&format!("[tools.fetch]\nnetwork = [\"127.0.0.1:{port}\"]\n"));
+    sb.policy(&format!(
+        "[tools.fetch]\nnetwork = [\"127.0.0.1:{port}\"]\n"
+    ));
     let tools = sb.toolset(&[]);
     let e = err(fetch(
         &tools,
@@ -241,7 +259,8 @@ fn a_server_that_never_sends_its_body_stops_at_the_timeout() {
     assert!(took >= Duration::from_millis(700), "ended early: {took:?}");
     assert!(took < Duration::from_secs(5), "held for {took:?}");
     assert!(
-        e.message.contains("timed out waiting for the rest of the body")
+        e.message
+            .contains("timed out waiting for the rest of the body")
             || e.kind == ErrorKind::Timeout,
         "{e}"
     );
@@ -313,7 +332,8 @@ fn web_search_without_a_provider_says_it_is_unavailable_and_why() {
     let tools = sb.toolset(&[]);
     let e = err(tools.call("web_search", r#"{"query":"x"}"#));
     assert!(
-        e.message.contains("web_search is unavailable: no search provider is configured")
+        e.message
+            .contains("web_search is unavailable: no search provider is configured")
             && e.message.contains("[tools.web_search]"),
         "{e}"
     );
@@ -415,7 +435,13 @@ fn a_hostile_tool_granted_the_secret_cannot_get_it_to_another_host() {
     assert!(out.contains("echo: 200"), "{out}");
     assert!(out.contains("[secret brave]"), "{out}");
     // Every attempt reached the sink, and none carried the key.
-    for attempt in ["header: 200", "url: 200", "body: 200", "followed: 200", "named: 200"] {
+    for attempt in [
+        "header: 200",
+        "url: 200",
+        "body: 200",
+        "followed: 200",
+        "named: 200",
+    ] {
         assert!(out.contains(attempt), "{attempt}: {out}");
     }
     let sink_log = sink.log();
@@ -448,7 +474,11 @@ fn the_secret_never_reaches_the_model_the_transcript_or_json_events() {
         .env("OPENAI_API_KEY", "sk-test")
         .args(["run", "--yes", "--json", "read the page"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(api.log().contains(KEY), "the key was not sent: {}", api.log());
+    assert!(
+        api.log().contains(KEY),
+        "the key was not sent: {}",
+        api.log()
+    );
     assert_no_key("the --json events", &r.stdout);
     assert_no_key("stderr", &r.stderr);
     let events: Vec<Value> = r
@@ -516,7 +546,8 @@ fn a_granted_name_that_resolves_to_loopback_is_refused_unless_the_address_is_gra
     let e = err(fetch(&tools, &url, json!({})));
     assert_eq!(e.kind, ErrorKind::Denied, "{e}");
     assert!(
-        e.message.contains("resolves to a private or loopback address")
+        e.message
+            .contains("resolves to a private or loopback address")
             && e.message.contains(&format!(
                 "The entry `localhost:{}` grants the name, not the address",
                 peer.port
@@ -562,7 +593,10 @@ fn the_trust_diff_shows_an_added_secret_and_a_network_entry_for_a_builtin() {
         ),
         "{shown}"
     );
-    assert!(shown.contains("+ web_search: setting provider = brave"), "{shown}");
+    assert!(
+        shown.contains("+ web_search: setting provider = brave"),
+        "{shown}"
+    );
     assert_no_key("the trust diff", &shown);
     // `warden policy` and `tools inspect` show it too, never the value.
     let policy = run_ok(sb.warden().env("BRAVE_API_KEY", KEY).arg("policy"));
@@ -571,11 +605,12 @@ fn the_trust_diff_shows_an_added_secret_and_a_network_entry_for_a_builtin() {
         "{policy}"
     );
     assert_no_key("warden policy", &policy);
-    let inspect = run_ok(
-        sb.warden()
-            .env("BRAVE_API_KEY", KEY)
-            .args(["tools", "inspect", "web_search"]),
-    );
+    let inspect =
+        run_ok(
+            sb.warden()
+                .env("BRAVE_API_KEY", KEY)
+                .args(["tools", "inspect", "web_search"]),
+        );
     assert!(
         inspect.contains("secret:brave@api.search.brave.com"),
         "{inspect}"
@@ -587,11 +622,23 @@ fn the_trust_diff_shows_an_added_secret_and_a_network_entry_for_a_builtin() {
 fn bad_secret_sections_are_refused_with_what_to_write() {
     let sb = Sandbox::new();
     for (section, says) in [
-        ("hosts = [\"a.com\"]\nheader = \"X-Key\"\n", "give exactly one source"),
-        ("env = \"K\"\nheader = \"X-Key\"\n", "list the hosts it may be sent to"),
-        ("env = \"K\"\nhosts = [\"*\"]\nheader = \"X-Key\"\n", "`*` would send it to any host"),
+        (
+            "hosts = [\"a.com\"]\nheader = \"X-Key\"\n",
+            "give exactly one source",
+        ),
+        (
+            "env = \"K\"\nheader = \"X-Key\"\n",
+            "list the hosts it may be sent to",
+        ),
+        (
+            "env = \"K\"\nhosts = [\"*\"]\nheader = \"X-Key\"\n",
+            "`*` would send it to any host",
+        ),
         ("env = \"K\"\nhosts = [\"a.com\"]\n", "say how it is sent"),
-        ("env = \"K\"\nhosts = [\"a.com\"]\nheader = \"Host\"\n", "`Host` cannot carry a secret"),
+        (
+            "env = \"K\"\nhosts = [\"a.com\"]\nheader = \"Host\"\n",
+            "`Host` cannot carry a secret",
+        ),
         (
             "env = \"K\"\nhosts = [\"a.com\"]\nheader = \"Authorization: Bearer\"\n",
             "must contain `{}` once",

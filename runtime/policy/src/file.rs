@@ -285,9 +285,7 @@ impl SecretSection {
                          `X-Api-Key` or `Authorization: Bearer {{}}`"
                     ));
                 }
-                if template.matches("{}").count() != 1
-                    || template.chars().any(|c| c.is_control())
-                {
+                if template.matches("{}").count() != 1 || template.chars().any(|c| c.is_control()) {
                     return Err(format!(
                         "{pre}: the header value must contain `{{}}` once, where the secret goes \
                          (e.g. \"Authorization: Bearer {{}}\")"
@@ -356,7 +354,9 @@ impl ToolSection {
         }
         for (key, value) in &self.settings {
             if !is_tool_name(key) {
-                return Err(format!("setting `{key}`: use a snake_case key like `provider`"));
+                return Err(format!(
+                    "setting `{key}`: use a snake_case key like `provider`"
+                ));
             }
             if value.len() > 4096 || value.chars().any(|c| c.is_control()) {
                 return Err(format!(

@@ -110,7 +110,9 @@ impl Secrets {
             };
             let value = value.and_then(|v| {
                 if v.len() < MIN_LEN || v.chars().any(|c| c.is_control()) {
-                    Err(format!("its value must be one line of at least {MIN_LEN} bytes"))
+                    Err(format!(
+                        "its value must be one line of at least {MIN_LEN} bytes"
+                    ))
                 } else {
                     Ok(v)
                 }
@@ -293,13 +295,20 @@ impl Secret {
 
 fn read_file(config: Option<&StateDir>) -> Result<toml::Table, String> {
     let Some(dir) = config else {
-        return Err(format!("there is no per-user config folder to read {SECRETS_FILE} from"));
+        return Err(format!(
+            "there is no per-user config folder to read {SECRETS_FILE} from"
+        ));
     };
     let shown = dir.path().join(SECRETS_FILE);
     let bytes = dir
         .read(SECRETS_FILE)
         .map_err(|e| format!("cannot read {}: {e}", shown.display()))?
-        .ok_or_else(|| format!("{} does not exist: create it with `key = \"value\"` lines", shown.display()))?;
+        .ok_or_else(|| {
+            format!(
+                "{} does not exist: create it with `key = \"value\"` lines",
+                shown.display()
+            )
+        })?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", shown.display()))?;
     text.parse::<toml::Table>()
         .map_err(|e| format!("{} is not valid TOML: {}", shown.display(), e.message()))
@@ -394,8 +403,13 @@ mod tests {
     fn secrets(value: &str) -> Secrets {
         Secrets(
             vec![
-                Secret::new("key", &["api.example.com".into()], "header X-Key", value.into())
-                    .unwrap(),
+                Secret::new(
+                    "key",
+                    &["api.example.com".into()],
+                    "header X-Key",
+                    value.into(),
+                )
+                .unwrap(),
             ],
             Vec::new(),
         )
@@ -422,7 +436,8 @@ mod tests {
         let notes = s.inject(&mut r, "api.example.com", 80, false);
         assert!(notes[0].contains("secret `key` was not sent"), "{notes:?}");
         assert!(r.headers().is_empty());
-        r.headers_mut().insert("x-key", HeaderValue::from_static("guest"));
+        r.headers_mut()
+            .insert("x-key", HeaderValue::from_static("guest"));
         s.inject(&mut r, "api.example.com", 443, true);
         assert_eq!(r.headers().get_all("x-key").iter().count(), 1);
         assert_eq!(r.headers()["x-key"], "s3cr3t-value");

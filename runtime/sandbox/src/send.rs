@@ -95,7 +95,9 @@ async fn addresses(
         if refused.is_empty() {
             return Err(Error::DestinationNotFound.into());
         }
-        return Err(Refusal::Private(refused.iter().map(SocketAddr::ip).collect()));
+        return Err(Refusal::Private(
+            refused.iter().map(SocketAddr::ip).collect(),
+        ));
     }
     Ok(ok)
 }
@@ -157,17 +159,19 @@ where
             .await
             .map_err(|_| Error::ConnectionTimeout)?
             .map_err(Error::Tls)?;
-        let (s, c) = tokio::time::timeout(connect_timeout, handshake.handshake(TokioIo::new(stream)))
-            .await
-            .map_err(|_| Error::ConnectionTimeout)?
-            .map_err(Error::from)?;
+        let (s, c) =
+            tokio::time::timeout(connect_timeout, handshake.handshake(TokioIo::new(stream)))
+                .await
+                .map_err(|_| Error::ConnectionTimeout)?
+                .map_err(Error::from)?;
         let driver: Driver = Box::pin(async move { c.await.map_err(conn_error) });
         (s, driver)
     } else {
-        let (s, c) = tokio::time::timeout(connect_timeout, handshake.handshake(TokioIo::new(stream)))
-            .await
-            .map_err(|_| Error::ConnectionTimeout)?
-            .map_err(Error::from)?;
+        let (s, c) =
+            tokio::time::timeout(connect_timeout, handshake.handshake(TokioIo::new(stream)))
+                .await
+                .map_err(|_| Error::ConnectionTimeout)?
+                .map_err(Error::from)?;
         let driver: Driver = Box::pin(async move { c.await.map_err(conn_error) });
         (s, driver)
     };
@@ -288,7 +292,13 @@ mod tests {
         ] {
             assert!(is_private(a.parse().unwrap()), "{a}");
         }
-        for a in ["8.8.8.8", "172.32.0.1", "1.1.1.1", "2606:4700::1111", "100.128.0.1"] {
+        for a in [
+            "8.8.8.8",
+            "172.32.0.1",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "100.128.0.1",
+        ] {
             assert!(!is_private(a.parse().unwrap()), "{a}");
         }
     }

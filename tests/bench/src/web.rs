@@ -37,12 +37,14 @@ pub fn run() {
         plain.port, marked.port
     ));
     let tools = sb.toolset(&[]);
-    let args = |p: &WebPeer| {
-        serde_json::json!({"url": p.url("/page"), "max_length": 200_000}).to_string()
-    };
+    let args =
+        |p: &WebPeer| serde_json::json!({"url": p.url("/page"), "max_length": 200_000}).to_string();
     let (a_plain, a_html) = (args(&plain), args(&marked));
     let out = tools.call("fetch", &a_plain);
-    assert!(out.result.as_ref().is_ok_and(|o| o.len() > 100_000), "{out:?}");
+    assert!(
+        out.result.as_ref().is_ok_and(|o| o.len() > 100_000),
+        "{out:?}"
+    );
     for _ in 0..20 {
         tools.call("fetch", &a_plain);
         direct_get(plain.port);

@@ -166,7 +166,9 @@ fn once(
         .and(req.set_authority(Some(&authority(url))))
         .and(req.set_path_with_query(Some(&path)));
     if set.is_err() {
-        return Err(ToolError::InvalidArgs(format!("`{url}` cannot be requested")));
+        return Err(ToolError::InvalidArgs(format!(
+            "`{url}` cannot be requested"
+        )));
     }
     let left = deadline.left();
     let options = RequestOptions::new();
@@ -262,9 +264,9 @@ fn explain(code: &ErrorCode, url: &Url, from: Option<&Url>, deadline: Deadline) 
             "DNS: resolving {} timed out{via}",
             url.host_str().unwrap_or_default()
         )),
-        ErrorCode::ConnectionRefused => {
-            ToolError::Failed(format!("{hp}{via} refused the connection: nothing listens there"))
-        }
+        ErrorCode::ConnectionRefused => ToolError::Failed(format!(
+            "{hp}{via} refused the connection: nothing listens there"
+        )),
         ErrorCode::ConnectionTimeout
         | ErrorCode::ConnectionReadTimeout
         | ErrorCode::HttpResponseTimeout => timeout(url, deadline, "an answer"),

@@ -32,7 +32,12 @@ pub fn kind(content_type: Option<&str>, body: &[u8]) -> Kind {
             Kind::Text
         };
     };
-    let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     match mime.as_str() {
         "text/html" | "application/xhtml+xml" => Kind::Html,
         "application/json"
@@ -52,18 +57,22 @@ pub fn kind(content_type: Option<&str>, body: &[u8]) -> Kind {
 pub fn markdown(html: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(vec![
-            "script", "style", "noscript", "template", "svg", "iframe", "nav", "footer",
-            "aside", "form", "button",
+            "script", "style", "noscript", "template", "svg", "iframe", "nav", "footer", "aside",
+            "form", "button",
         ])
         .build();
-    converter
-        .convert(html)
-        .unwrap_or_else(|_| html.to_string())
+    converter.convert(html).unwrap_or_else(|_| html.to_string())
 }
 
 /// The piece of `text` from character `start`, at most `len` characters,
 /// with a header that states the total and how to get the next piece.
-pub fn piece(url: &str, note: &str, text: &str, start: usize, len: usize) -> Result<String, ToolError> {
+pub fn piece(
+    url: &str,
+    note: &str,
+    text: &str,
+    start: usize,
+    len: usize,
+) -> Result<String, ToolError> {
     let total = text.chars().count();
     if total == 0 {
         return Ok(format!("URL: {url}\n{note}\n(the page is empty)"));
@@ -78,10 +87,7 @@ pub fn piece(url: &str, note: &str, text: &str, start: usize, len: usize) -> Res
         .nth(start)
         .map_or(text.len(), |(i, _)| i);
     let end = (start + len).min(total);
-    let to = text
-        .char_indices()
-        .nth(end)
-        .map_or(text.len(), |(i, _)| i);
+    let to = text.char_indices().nth(end).map_or(text.len(), |(i, _)| i);
     let more = if end < total {
         format!(
             "; showing characters {start}-{end}. Call fetch again with start_index={end} for the next piece"
@@ -109,11 +115,21 @@ pub fn fetch(args: &Map<String, Value>) -> Result<String, ToolError> {
     let url = args.get("url").and_then(Value::as_str).unwrap_or_default();
     let start = int(args, "start_index").unwrap_or(0);
     let len = int(args, "max_length").unwrap_or(DEFAULT_LENGTH).max(1);
-    let page = get(url, &[("accept", "text/html, application/json;q=0.9, text/*;q=0.8, */*;q=0.1")], Deadline::from_host())?;
+    let page = get(
+        url,
+        &[(
+            "accept",
+            "text/html, application/json;q=0.9, text/*;q=0.8, */*;q=0.1",
+        )],
+        Deadline::from_host(),
+    )?;
     let ct = page.content_type.as_deref();
     let shown_ct = ct.unwrap_or("none");
     if page.status >= 400 {
-        let excerpt: String = String::from_utf8_lossy(&page.body).chars().take(300).collect();
+        let excerpt: String = String::from_utf8_lossy(&page.body)
+            .chars()
+            .take(300)
+            .collect();
         let msg = format!(
             "HTTP {} from {}: the server refused or failed the request. It said: {}",
             page.status,

@@ -28,15 +28,24 @@ fn unavailable(why: &str) -> ToolError {
 
 /// `web_search`: the provider from the settings, `count` results.
 pub fn search(args: &Map<String, Value>) -> Result<String, ToolError> {
-    let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
-    let count = args.get("count").and_then(Value::as_u64).unwrap_or(5).clamp(1, 20) as usize;
+    let query = args
+        .get("query")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let count = args
+        .get("count")
+        .and_then(Value::as_u64)
+        .unwrap_or(5)
+        .clamp(1, 20) as usize;
     let Some(provider) = setting("PROVIDER") else {
         return Err(unavailable("no search provider is configured"));
     };
     let (base, field, snippet) = match provider.as_str() {
         "searxng" => {
             let Some(base) = setting("URL") else {
-                return Err(unavailable("provider \"searxng\" needs the `url` of the instance"));
+                return Err(unavailable(
+                    "provider \"searxng\" needs the `url` of the instance",
+                ));
             };
             let base = format!("{}/search", base.trim_end_matches('/'));
             (base, "results", "content")
@@ -58,11 +67,19 @@ pub fn search(args: &Map<String, Value>) -> Result<String, ToolError> {
     if provider == "searxng" {
         url.query_pairs_mut().append_pair("format", "json");
     } else {
-        url.query_pairs_mut().append_pair("count", &count.to_string());
+        url.query_pairs_mut()
+            .append_pair("count", &count.to_string());
     }
-    let page = get(url.as_str(), &[("accept", "application/json")], Deadline::from_host())?;
+    let page = get(
+        url.as_str(),
+        &[("accept", "application/json")],
+        Deadline::from_host(),
+    )?;
     if page.status >= 400 {
-        let excerpt: String = String::from_utf8_lossy(&page.body).chars().take(200).collect();
+        let excerpt: String = String::from_utf8_lossy(&page.body)
+            .chars()
+            .take(200)
+            .collect();
         let hint = if matches!(page.status, 401 | 403) {
             " (a missing or wrong API key: the user sets it as a secret in warden.toml)"
         } else {

@@ -273,7 +273,10 @@ fn a_secret_is_a_capability_with_its_source_hosts_and_way_but_no_value() {
         secret.to_string(),
         "secret key (env KEY_VAR) to api.example.com as header Authorization: Bearer {}"
     );
-    assert_eq!(g.settings().collect::<Vec<_>>(), vec![("provider", "brave")]);
+    assert_eq!(
+        g.settings().collect::<Vec<_>>(),
+        vec![("provider", "brave")]
+    );
     assert!(g.needs_approval());
     assert_eq!(
         g.summary(d.path()),
@@ -285,9 +288,15 @@ fn a_secret_is_a_capability_with_its_source_hosts_and_way_but_no_value() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("[tools.fetch]: secret `k`: `query` is a parameter name"), "{e}");
+    assert!(
+        e.contains("[tools.fetch]: secret `k`: `query` is a parameter name"),
+        "{e}"
+    );
     let e = parse("[tools.fetch]\nsettings = { Provider = \"x\" }\n", d.path())
         .unwrap_err()
         .to_string();
-    assert!(e.contains("setting `Provider`: use a snake_case key"), "{e}");
+    assert!(
+        e.contains("setting `Provider`: use a snake_case key"),
+        "{e}"
+    );
 }
