@@ -54,22 +54,27 @@ fn assert_no_key(what: &str, text: &str) {
 }
 
 #[test]
-fn the_web_tools_get_no_directory_and_no_network_until_granted() {
+fn the_web_tools_are_off_until_named_and_then_reach_nothing_not_granted() {
     let peer = WebPeer::start(|_| Answer::ok("text/plain", "hi"));
     let sb = Sandbox::new();
     let tools = sb.toolset(&[]);
     for name in ["fetch", "web_search"] {
-        let g = tools
-            .entries()
-            .iter()
-            .find(|e| e.info.spec.name == name)
-            .and_then(|e| e.grants.clone())
-            .unwrap_or_else(|| panic!("{name} is not enabled by default"));
+        assert!(tools.find(name).is_none(), "{name} is on by default");
+    }
+    let e = err(fetch(&tools, &peer.url("/"), json!({})));
+    assert_eq!(e.kind, ErrorKind::UnknownTool, "{e}");
+    assert!(e.message.contains("`[tools.fetch]` section"), "{e}");
+    // The file tools keep the workspace.
+    assert_eq!(tools.find("read_file").unwrap().grants().dirs().count(), 1);
+    let out = run_ok(sb.warden().arg("policy"));
+    assert!(out.contains("fetch (builtin): disabled\n"), "{out}");
+    // Named: no directory, and no network until hosts are listed.
+    sb.policy("[tools.fetch]\n[tools.web_search]\n");
+    let tools = sb.toolset(&[]);
+    for name in ["fetch", "web_search"] {
+        let g = tools.find(name).unwrap().grants();
         assert!(g.caps.is_empty(), "{name}: {:?}", g.caps);
     }
-    // The file tools keep the workspace.
-    let read = tools.find("read_file").unwrap();
-    assert_eq!(read.grants().dirs().count(), 1);
     let e = err(fetch(&tools, &peer.url("/"), json!({})));
     assert_eq!(e.kind, ErrorKind::Denied, "{e}");
     assert!(
@@ -79,11 +84,6 @@ fn the_web_tools_get_no_directory_and_no_network_until_granted() {
         "{e}"
     );
     assert_eq!(peer.hits(), 0);
-    let out = run_ok(sb.warden().arg("policy"));
-    assert!(
-        out.contains("fetch (builtin):\n  files:    none\n  env:      none\n  network:  none\n"),
-        "{out}"
-    );
 }
 
 #[test]
@@ -329,6 +329,7 @@ fn web_search_with_a_secret_gets_results_and_the_api_saw_the_header() {
 #[test]
 fn web_search_without_a_provider_says_it_is_unavailable_and_why() {
     let sb = Sandbox::new();
+    sb.policy("[tools.web_search]\n");
     let tools = sb.toolset(&[]);
     let e = err(tools.call("web_search", r#"{"query":"x"}"#));
     assert!(
@@ -523,11 +524,12 @@ fn an_untrusted_workspace_gets_no_secret() {
         .env("OPENAI_API_KEY", "sk-test")
         .args(["run", "--yes", "search"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    // Never trusted: the defaults, so no provider, no network, no secret.
+    // Never trusted: the defaults, so no web tool, no network, no secret.
     assert_eq!(api.hits(), 0);
     let tool = &mock.requests()[1].body;
     assert!(
-        tool.to_string().contains("web_search is unavailable"),
+        tool.to_string()
+            .contains("tool `web_search` is installed but not enabled"),
         "{tool}"
     );
 }
@@ -578,6 +580,7 @@ fn a_granted_name_that_resolves_to_loopback_is_refused_unless_the_address_is_gra
 #[test]
 fn the_trust_diff_shows_an_added_secret_and_a_network_entry_for_a_builtin() {
     let sb = Sandbox::new();
+    sb.policy("[tools.fetch]\n[tools.web_search]\n");
     sb.trust();
     sb.policy(
         "[tools.fetch]\nnetwork = [\"docs.rs\"]\n\n[tools.web_search]\nnetwork = [\"api.search.brave.com\"]\n\

@@ -4,8 +4,9 @@
 //! What a built-in may touch is decided here, not by what its component
 //! says about itself: a tool that only looks gets the workspace read-only,
 //! so it never needs approval; a tool that changes files gets it
-//! read-write, and approval follows from that grant. The web tools get
-//! nothing: no directory, and no network until the policy grants hosts.
+//! read-write, and approval follows from that grant. The web tools are off
+//! until a section names them, and then get only what it grants: no
+//! directory, and no network until it lists hosts.
 
 use warden_policy::{Baseline, Origin};
 use warden_sandbox::ComponentSource;
@@ -28,8 +29,8 @@ pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
     ("move", "fs", Baseline::Workspace),
     ("mkdir", "fs", Baseline::Workspace),
     ("delete", "fs", Baseline::Workspace),
-    ("fetch", "fetch", Baseline::Nothing),
-    ("web_search", "fetch", Baseline::Nothing),
+    ("fetch", "fetch", Baseline::Off),
+    ("web_search", "fetch", Baseline::Off),
 ];
 
 /// The built-in components as sources to load.
@@ -83,8 +84,9 @@ mod tests {
             let b = baseline(t.origin, &t.spec.name);
             // What looks is read-only; what the component says changes
             // files gets write access (and so approval).
-            if b == Baseline::Nothing {
-                // The web tools: no directory, no network until granted.
+            if t.location == "builtin:fetch" {
+                // The web tools: off until named, then only what is granted.
+                assert_eq!(b, Baseline::Off, "{}", t.spec.name);
                 assert!(!t.spec.mutates, "{}", t.spec.name);
                 continue;
             }
