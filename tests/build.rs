@@ -21,7 +21,11 @@ fn main() {
     for (name, how) in guests
         .iter()
         .map(|g| (g.as_str(), "make test-guests"))
-        .chain([("fs", "make tools"), ("uppercase", "make tools")])
+        .chain([
+            ("fs", "make tools"),
+            ("fetch", "make tools"),
+            ("uppercase", "make tools"),
+        ])
     {
         let path = wasm_dir.join(format!("{name}.wasm"));
         println!("cargo:rerun-if-changed={}", path.display());

@@ -110,6 +110,7 @@ fn the_cli_reuses_the_cache_across_starts() {
             v["cache"]["reused"].as_u64().unwrap(),
         )
     };
-    assert_eq!(stats(&sb), (1, 0));
-    assert_eq!(stats(&sb), (0, 1));
+    // The two built-in components: `fs` and `fetch`.
+    assert_eq!(stats(&sb), (2, 0));
+    assert_eq!(stats(&sb), (0, 2));
 }

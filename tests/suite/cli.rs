@@ -6,7 +6,7 @@ fn warden(sb: &Sandbox, args: &[&str]) -> Run {
     run(sb.warden().args(args))
 }
 
-const BUILTINS: [&str; 10] = [
+const BUILTINS: [&str; 12] = [
     "read_file",
     "write_file",
     "edit_file",
@@ -17,6 +17,8 @@ const BUILTINS: [&str; 10] = [
     "move",
     "mkdir",
     "delete",
+    "fetch",
+    "web_search",
 ];
 
 #[test]
@@ -35,11 +37,23 @@ fn tools_list_shows_every_builtin_with_source_and_access() {
         .map(|n| {
             // Tools that only look get the workspace read-only.
             let looks = ["read_file", "list_files", "glob", "grep"].contains(n);
-            vec![*n, "builtin", if looks { "ro:." } else { "rw:." }]
+            // The web tools are off until a section names them.
+            let web = ["fetch", "web_search"].contains(n);
+            let access = if web {
+                "disabled"
+            } else if looks {
+                "ro:."
+            } else {
+                "rw:."
+            };
+            vec![*n, "builtin", access]
         })
         .collect();
     assert_eq!(rows, expected);
-    assert_eq!(r.stderr, "");
+    assert_eq!(
+        r.stderr,
+        "note: disabled tools are enabled by a `[tools.NAME]` section in warden.toml\n"
+    );
 
     let r = warden(&sb, &["tools", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

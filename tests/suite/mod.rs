@@ -17,3 +17,4 @@ mod seams;
 mod search;
 mod sessions;
 mod trust;
+mod web;

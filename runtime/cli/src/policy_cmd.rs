@@ -99,6 +99,10 @@ fn grant_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result
             .filter(|c| c.kind() == *kind)
             .map(|c| c.short(root).1)
             .collect();
+        // Kinds most tools never have are listed only where present.
+        if values.is_empty() && matches!(*kind, "secrets" | "settings") {
+            continue;
+        }
         let shown = if values.is_empty() {
             "none".to_string()
         } else {

@@ -40,6 +40,28 @@ pub enum Capability {
         /// `example.com`, `*.example.com`, `127.0.0.1:8080`, `*`.
         host: String,
     },
+    /// A secret the host adds to the tool's HTTP requests to `hosts`; the
+    /// tool never holds its value. Only where it comes from is recorded.
+    Secret {
+        /// Its name under `[tools.NAME.secrets]`.
+        name: String,
+        /// `env NAME` (a host environment variable) or `file KEY` (an
+        /// entry of the per-user secrets file).
+        source: String,
+        /// Normalised host patterns it may be sent to (never `*`).
+        hosts: Vec<String>,
+        /// How it is sent: `header Name: template` or `query name`, the
+        /// value standing for `{}`.
+        send: String,
+    },
+    /// A setting the tool reads (`WARDEN_SETTING_<KEY>`), such as the
+    /// search provider; it reaches nothing by itself.
+    Setting {
+        /// snake_case key.
+        key: String,
+        /// Its value.
+        value: String,
+    },
 }
 
 impl Capability {
@@ -49,13 +71,13 @@ impl Capability {
     pub fn needs_approval(&self) -> bool {
         match self {
             Capability::Dir { write, .. } => *write,
-            Capability::Net { .. } => true,
-            Capability::Env { .. } => false,
+            Capability::Net { .. } | Capability::Secret { .. } => true,
+            Capability::Env { .. } | Capability::Setting { .. } => false,
         }
     }
 
     /// Every kind's word, in the order listings show them.
-    pub const KINDS: &'static [&'static str] = &["files", "env", "network"];
+    pub const KINDS: &'static [&'static str] = &["files", "env", "network", "secrets", "settings"];
 
     /// The word of its kind in tables and diffs.
     pub fn kind(&self) -> &'static str {
@@ -63,6 +85,8 @@ impl Capability {
             Capability::Dir { .. } => "files",
             Capability::Env { .. } => "env",
             Capability::Net { .. } => "network",
+            Capability::Secret { .. } => "secrets",
+            Capability::Setting { .. } => "settings",
         }
     }
 
@@ -81,6 +105,13 @@ impl Capability {
             }
             Capability::Env { name } => ("env", name.clone()),
             Capability::Net { host } => ("net", host.clone()),
+            Capability::Secret { name, hosts, .. } => (
+                "secret",
+                format!("{}@{}", inert(name), inert(&hosts.join("+"))),
+            ),
+            Capability::Setting { key, value } => {
+                ("set", format!("{}={}", inert(key), inert(value)))
+            }
         }
     }
 }
@@ -99,6 +130,22 @@ impl fmt::Display for Capability {
             ),
             Capability::Env { name } => write!(f, "env {name}"),
             Capability::Net { host } => write!(f, "network {host}"),
+            Capability::Secret {
+                name,
+                source,
+                hosts,
+                send,
+            } => write!(
+                f,
+                "secret {} ({}) to {} as {}",
+                inert(name),
+                inert(source),
+                inert(&hosts.join(", ")),
+                inert(send)
+            ),
+            Capability::Setting { key, value } => {
+                write!(f, "setting {} = {}", inert(key), inert(value))
+            }
         }
     }
 }
@@ -190,6 +237,21 @@ impl Grants {
     pub fn hosts(&self) -> impl Iterator<Item = &str> {
         self.caps.iter().filter_map(|c| match c {
             Capability::Net { host } => Some(host.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The secrets the host adds to its requests.
+    pub fn secrets(&self) -> impl Iterator<Item = &Capability> {
+        self.caps
+            .iter()
+            .filter(|c| matches!(c, Capability::Secret { .. }))
+    }
+
+    /// Its settings, `(key, value)`.
+    pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Setting { key, value } => Some((key.as_str(), value.as_str())),
             _ => None,
         })
     }

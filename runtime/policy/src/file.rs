@@ -228,6 +228,12 @@ pub struct ToolSection {
     /// Hosts the tool may send HTTP requests to (see [`crate::HostPattern`]).
     #[serde(default, deserialize_with = "hosts")]
     pub network: Vec<String>,
+    /// Secrets the host adds to the tool's requests, by name.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretSection>,
+    /// Settings the tool reads (e.g. the search provider), by key.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
     /// Overrides the default memory limit.
     #[serde(default, deserialize_with = "memory")]
     pub memory: Option<u64>,
@@ -237,6 +243,131 @@ pub struct ToolSection {
     /// Overrides the default output limit.
     #[serde(default, deserialize_with = "output")]
     pub output: Option<u64>,
+}
+
+/// `[tools.NAME.secrets.SECRET]`: where a secret comes from, where it may
+/// go and how it is sent. Validated by [`SecretSection::capability`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSection {
+    /// A host environment variable holding the value.
+    pub env: Option<String>,
+    /// A key of the per-user secrets file holding the value.
+    pub file: Option<String>,
+    /// Hosts it may be sent to (network entries, not `*`).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// `X-Api-Key` (the value as it is) or `Authorization: Bearer {}`.
+    pub header: Option<String>,
+    /// A query parameter name.
+    pub query: Option<String>,
+}
+
+/// Headers a secret may not be sent in: they frame the request itself.
+const FRAMING_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "upgrade",
+    "trailer",
+];
+
+impl SecretSection {
+    /// The capability this section grants, or what is wrong with it.
+    pub(crate) fn capability(&self, name: &str) -> Result<Capability, String> {
+        let pre = format!("secret `{name}`");
+        if !is_tool_name(name) {
+            return Err(format!("{pre}: name it in snake_case, like `brave_key`"));
+        }
+        let source = match (&self.env, &self.file) {
+            (Some(var), None) => {
+                check_env_name(var).map_err(|e| format!("{pre}: {e}"))?;
+                format!("env {var}")
+            }
+            (None, Some(key)) => {
+                if !is_tool_name(key) {
+                    return Err(format!(
+                        "{pre}: `file` names a key of the secrets file in snake_case, like `brave`"
+                    ));
+                }
+                format!("file {key}")
+            }
+            _ => {
+                return Err(format!(
+                    "{pre}: give exactly one source: `env = \"VAR\"` (a host environment \
+                     variable) or `file = \"key\"` (an entry of your secrets file)"
+                ));
+            }
+        };
+        if self.hosts.is_empty() {
+            return Err(format!(
+                "{pre}: list the hosts it may be sent to, e.g. `hosts = [\"api.example.com\"]`"
+            ));
+        }
+        let mut hosts: Vec<String> = Vec::new();
+        for h in &self.hosts {
+            let p = HostPattern::parse(h).map_err(|e| format!("{pre}: {e}"))?;
+            let shown = p.to_string();
+            if shown == "*" || shown.starts_with("*:") {
+                return Err(format!(
+                    "{pre}: `*` would send it to any host: name the hosts of the service"
+                ));
+            }
+            if !hosts.contains(&shown) {
+                hosts.push(shown);
+            }
+        }
+        let send = match (&self.header, &self.query) {
+            (Some(h), None) => {
+                let (hname, template) = match h.split_once(':') {
+                    Some((n, t)) => (n.trim(), t.trim()),
+                    None => (h.trim(), "{}"),
+                };
+                let token = !hname.is_empty()
+                    && hname
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+                if !token || FRAMING_HEADERS.contains(&hname.to_ascii_lowercase().as_str()) {
+                    return Err(format!(
+                        "{pre}: `{hname}` cannot carry a secret: use a header such as \
+                         `X-Api-Key` or `Authorization: Bearer {{}}`"
+                    ));
+                }
+                if template.matches("{}").count() != 1 || template.chars().any(|c| c.is_control()) {
+                    return Err(format!(
+                        "{pre}: the header value must contain `{{}}` once, where the secret goes \
+                         (e.g. \"Authorization: Bearer {{}}\")"
+                    ));
+                }
+                format!("header {hname}: {template}")
+            }
+            (None, Some(q)) => {
+                let ok = !q.is_empty()
+                    && q.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+                if !ok {
+                    return Err(format!(
+                        "{pre}: `query` is a parameter name (letters, digits, `-._~`)"
+                    ));
+                }
+                format!("query {q}")
+            }
+            _ => {
+                return Err(format!(
+                    "{pre}: say how it is sent: `header = \"X-Api-Key\"`, \
+                     `header = \"Authorization: Bearer {{}}\"` or `query = \"api_key\"`"
+                ));
+            }
+        };
+        Ok(Capability::Secret {
+            name: name.to_string(),
+            source,
+            hosts,
+            send,
+        })
+    }
 }
 
 impl ToolSection {
@@ -251,7 +382,39 @@ impl ToolSection {
             .network
             .iter()
             .map(|host| Capability::Net { host: host.clone() });
-        env.chain(net)
+        // Validated when the file was parsed (`Policy::parse`).
+        let secrets = self
+            .secrets
+            .iter()
+            .filter_map(|(name, s)| s.capability(name).ok());
+        let settings = self
+            .settings
+            .iter()
+            .map(|(key, value)| Capability::Setting {
+                key: key.clone(),
+                value: value.clone(),
+            });
+        env.chain(net).chain(secrets).chain(settings)
+    }
+
+    /// What is wrong with its secrets and settings, if anything.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        for (name, s) in &self.secrets {
+            s.capability(name)?;
+        }
+        for (key, value) in &self.settings {
+            if !is_tool_name(key) {
+                return Err(format!(
+                    "setting `{key}`: use a snake_case key like `provider`"
+                ));
+            }
+            if value.len() > 4096 || value.chars().any(|c| c.is_control()) {
+                return Err(format!(
+                    "setting `{key}`: the value must be one line of at most 4096 bytes"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

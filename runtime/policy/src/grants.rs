@@ -84,6 +84,10 @@ impl Policy {
         let file: PolicyFile = parse_toml(text, path)?;
         for (name, section) in &file.tools {
             check_overlap(path, &name.0, section)?;
+            section.check().map_err(|message| Error::Invalid {
+                path: path.to_path_buf(),
+                message: format!("[tools.{}]: {message}", name.0),
+            })?;
         }
         for (name, server) in &file.mcp {
             check_overlap(path, &mcp_key(&name.0), &server.grants)?;

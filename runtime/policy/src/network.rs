@@ -115,6 +115,30 @@ impl NetworkAllow {
         self.0.iter().any(|p| p.allows(host, port))
     }
 
+    /// The first entry that allows `host:port`, as written in the policy.
+    pub fn entry_for(&self, host: &str, port: u16) -> Option<String> {
+        self.0
+            .iter()
+            .find(|p| p.allows(host, port))
+            .map(ToString::to_string)
+    }
+
+    /// Whether an entry names the address `ip` itself (with `port`, or
+    /// any port): what opens a loopback or private address. `*` does not.
+    pub fn allows_address(&self, ip: std::net::IpAddr, port: u16) -> bool {
+        self.0.iter().any(|p| {
+            p.port.is_none_or(|q| q == port)
+                && match &p.host {
+                    HostMatch::Exact(h) => h
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|a| a == ip),
+                    _ => false,
+                }
+        })
+    }
+
     /// Whether no host is allowed.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -6,10 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use warden_policy::{Grants, NetworkAllow};
+use warden_state::StateDir;
 use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::granted::GrantedDirs;
+use crate::secrets::Secrets;
 use crate::wasi::mounts;
 
 /// What a call of a bound tool is made from.
@@ -24,6 +26,8 @@ pub(crate) struct Prepared {
     pub(crate) env: Vec<(String, String)>,
     /// Hosts the tool may send HTTP requests to.
     pub(crate) allow: Arc<NetworkAllow>,
+    /// Secrets the host adds to its requests (values never in the guest).
+    pub(crate) secrets: Arc<Secrets>,
     /// The workspace, when granted: the guest's initial working directory.
     pub(crate) initial_cwd: Option<String>,
 }
@@ -31,7 +35,12 @@ pub(crate) struct Prepared {
 /// Prepares the calls of a tool with `grants`. Each granted directory is
 /// opened once, here; a directory that cannot be opened, or whose path no
 /// longer leads to itself, is an error naming it.
-pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, String> {
+pub(crate) fn prepare(
+    grants: &Grants,
+    workspace: &Path,
+    config: Option<&StateDir>,
+) -> Result<Prepared, String> {
+    let secrets = Secrets::resolve(grants, config)?;
     let mounts = mounts(grants, workspace);
     let mut b = WasiCtxBuilder::new();
     // Calls already run on their own thread: doing file I/O in place avoids a
@@ -51,10 +60,16 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
     }
     let mut ctx = b.build();
     let preopens = std::mem::take(ctx.filesystem());
-    let env = grants
+    let mut env: Vec<(String, String)> = grants
         .env()
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
         .collect();
+    for (key, value) in grants.settings() {
+        env.push((
+            format!("WARDEN_SETTING_{}", key.to_ascii_uppercase()),
+            value.to_string(),
+        ));
+    }
     let initial_cwd = workspace
         .to_str()
         .filter(|_| grants.dirs().any(|(p, _)| p == workspace))
@@ -64,6 +79,7 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
         dirs,
         env,
         allow: Arc::new(NetworkAllow::new(grants.hosts())),
+        secrets: Arc::new(secrets),
         initial_cwd,
     })
 }

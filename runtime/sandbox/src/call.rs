@@ -12,7 +12,7 @@ use crate::bind::Prepared;
 use crate::bindings::{ComponentPre, GuestError, GuestSpec};
 use crate::clock::CallClock;
 use crate::host::ToolHost;
-use crate::net::Denials;
+use crate::net::{Denials, Notes};
 use crate::outcome::{ErrorKind, ToolError};
 use crate::wasi::{CallState, CappedPipe, call_state};
 use crate::watchdog::{CallControl, Slot};
@@ -100,13 +100,14 @@ impl ToolHost {
         let clock = CallClock::starting_now(limits.timeout);
         let stderr = CappedPipe::default();
         let denied = Denials::default();
+        let notes = Notes::default();
         let budget = Arc::new(Budget::new(limits.memory, &self.engine));
         // From here, host memory allocated on this thread counts, and the
         // watchdog stops the call at its deadline or on cancellation.
         let charging = budget.charge();
         let watch = self.watchdog.watch(control, clock.deadline());
         let slot = control.slot().clone();
-        let state = call_state(prepared, clock, &stderr, &denied, budget.clone());
+        let state = call_state(prepared, clock, &stderr, &denied, &notes, budget.clone());
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         let stop = slot.clone();
@@ -152,13 +153,35 @@ impl ToolHost {
         drop(charging);
         let mut result = result;
         let denied = std::mem::take(&mut *denied.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut note = String::new();
         if !denied.is_empty() {
-            let note = denial_note(tool, &denied);
+            note = denial_note(tool, &denied);
+        }
+        for n in std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner())) {
+            note.push_str(&format!("\n[warden: {n}]"));
+        }
+        if !note.is_empty() {
             match &mut result {
                 Ok(Out::Called(Err(e))) => append(e, &note),
                 Err(e) => e.message.push_str(&note),
                 _ => {}
             }
+        }
+        // No secret leaves the call, whatever the tool managed to learn.
+        let secrets = &prepared.secrets;
+        if !secrets.is_empty() {
+            match &mut result {
+                Ok(Out::Called(Ok(out))) => *out = secrets.scrub(out).into_owned(),
+                Ok(Out::Called(Err(
+                    GuestError::InvalidArgs(m)
+                    | GuestError::NotFound(m)
+                    | GuestError::Denied(m)
+                    | GuestError::Failed(m),
+                ))) => *m = secrets.scrub(m).into_owned(),
+                Err(e) => e.message = secrets.scrub(&e.message).into_owned(),
+                _ => {}
+            }
+            return (result, secrets.scrub(&stderr.text()).into_owned());
         }
         (result, stderr.text())
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use warden_policy::{Grants, Limits, Origin};
+use warden_state::StateDir;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
@@ -40,6 +41,9 @@ pub struct HostConfig {
     /// Told before a component is compiled (not found in the cache), with
     /// its location and size in bytes: compiling a large one takes seconds.
     pub on_compile: Option<OnCompile>,
+    /// warden's per-user config folder, holding the secrets file; `None`:
+    /// secrets from the file are unavailable.
+    pub config: Option<StateDir>,
 }
 
 impl HostConfig {
@@ -51,6 +55,7 @@ impl HostConfig {
             pool: PoolConfig::default(),
             describe_timeout: Duration::from_secs(10),
             on_compile: None,
+            config: None,
         }
     }
 }
@@ -102,6 +107,7 @@ pub struct ToolHost {
     cache: CompileCache,
     describe_timeout: Duration,
     on_compile: Option<OnCompile>,
+    config: Option<StateDir>,
     pub(crate) components: Vec<ComponentPre<CallState>>,
     pub(crate) tools: Vec<Tool>,
     names: HashMap<String, usize>,
@@ -143,6 +149,7 @@ impl ToolHost {
             cache,
             describe_timeout: config.describe_timeout,
             on_compile: config.on_compile,
+            config: config.config,
             components: Vec::new(),
             tools: Vec::new(),
             names: HashMap::new(),
@@ -260,7 +267,7 @@ impl ToolHost {
             timeout: self.describe_timeout,
             ..Limits::default()
         };
-        let nothing = prepare(&Grants::default(), &self.workspace)?;
+        let nothing = prepare(&Grants::default(), &self.workspace, None)?;
         let (out, _stderr) = self.run(pre, &nothing, &limits, &CallControl::new(), Op::Describe);
         match out {
             Ok(Out::Specs(specs)) => Ok(specs),
@@ -310,7 +317,7 @@ impl ToolHost {
         let prepared = match cache.get(grants) {
             Some(p) => p.clone(),
             None => {
-                let p = Arc::new(prepare(grants, &self.workspace)?);
+                let p = Arc::new(prepare(grants, &self.workspace, self.config.as_ref())?);
                 cache.insert(grants.clone(), p.clone());
                 p
             }

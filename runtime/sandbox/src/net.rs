@@ -1,6 +1,8 @@
 //! Outbound HTTP for one call: every request is checked against the tool's
 //! `network` grants before a connection is made. Raw sockets stay disabled;
-//! `wasi:http` is the only way out, and only to the hosts named.
+//! `wasi:http` is the only way out, and only to the hosts named. A name is
+//! resolved here and connected to at the address checked; a loopback or
+//! private address is reached only when the address itself is granted.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -11,9 +13,14 @@ use warden_policy::NetworkAllow;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::clock::CallClock;
+use crate::secrets::Secrets;
+use crate::send::{Refusal, send};
 
 /// Requests the gate refused during one call, for the message to the model.
 pub(crate) type Denials = Arc<Mutex<Vec<String>>>;
+
+/// What the gate tells the model besides denials (secrets withheld).
+pub(crate) type Notes = Arc<Mutex<Vec<String>>>;
 
 type SendResult = wasmtime_wasi_http::Result<(
     http::Response<WasiBody>,
@@ -23,16 +30,26 @@ type SendResult = wasmtime_wasi_http::Result<(
 /// The allow-list check and per-call time bound on outgoing requests.
 pub(crate) struct NetGate {
     allow: Arc<NetworkAllow>,
+    secrets: Arc<Secrets>,
     clock: CallClock,
     denied: Denials,
+    notes: Notes,
 }
 
 impl NetGate {
-    pub(crate) fn new(allow: Arc<NetworkAllow>, clock: CallClock, denied: Denials) -> NetGate {
+    pub(crate) fn new(
+        allow: Arc<NetworkAllow>,
+        secrets: Arc<Secrets>,
+        clock: CallClock,
+        denied: Denials,
+        notes: Notes,
+    ) -> NetGate {
         NetGate {
             allow,
+            secrets,
             clock,
             denied,
+            notes,
         }
     }
 
@@ -62,6 +79,7 @@ impl WasiHttpHooks for NetGate {
         fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
         drop(fut);
+        let mut request = request;
         let uri = request.uri();
         let host = uri.host().unwrap_or_default().to_string();
         let tls = uri.scheme() == Some(&Scheme::HTTPS);
@@ -74,15 +92,49 @@ impl WasiHttpHooks for NetGate {
             }
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
+        // Only now, for a request that may go: the secrets meant for it.
+        for note in self.secrets.inject(&mut request, &host, port, tls) {
+            let mut notes = self.notes.lock().expect("notes poisoned");
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
         let options = self.bounded(options);
+        let secrets = self.secrets.clone();
+        let allow = self.allow.clone();
+        let notes = self.notes.clone();
         Box::new(async move {
             use http_body_util::BodyExt;
-            let (res, io) =
-                wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
-            Ok((
-                res.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = _> + Send>,
-            ))
+            let sent = send(request, options, &allow, &host, port, tls).await;
+            let (res, io) = match sent {
+                Ok(r) => r,
+                Err(Refusal::Failed(e)) => return Err(e),
+                Err(Refusal::Private(addrs)) => {
+                    let shown: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+                    let entry = allow.entry_for(&host, port).unwrap_or_default();
+                    let note = format!(
+                        "{host}:{port} resolves to {}, a loopback or private address: not \
+                         connected. The entry `{entry}` grants the name, not the address; only \
+                         the user can grant it, with `network = [\"{}\"]`",
+                        shown.join(", "),
+                        shown.join("\", \"")
+                    );
+                    let mut notes = notes.lock().expect("notes poisoned");
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                    return Err(HttpError::DestinationIpProhibited);
+                }
+            };
+            // Whatever the server echoes of a secret never reaches the guest.
+            let res = if secrets.is_empty() {
+                res.map(BodyExt::boxed_unsync)
+            } else {
+                secrets
+                    .scrub_response(res.map(BodyExt::boxed_unsync))
+                    .map(BodyExt::boxed_unsync)
+            };
+            Ok((res, Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })
     }
 }

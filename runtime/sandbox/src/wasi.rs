@@ -17,7 +17,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use crate::alloc::Budget;
 use crate::bind::Prepared;
 use crate::clock::CallClock;
-use crate::net::{Denials, NetGate};
+use crate::net::{Denials, NetGate, Notes};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
 const STDIO_CAP: usize = 64 << 10;
@@ -211,6 +211,7 @@ pub(crate) fn call_state(
     clock: CallClock,
     stderr: &CappedPipe,
     denied: &Denials,
+    notes: &Notes,
     budget: Arc<Budget>,
 ) -> CallState {
     let mut b = WasiCtxBuilder::new();
@@ -237,7 +238,13 @@ pub(crate) fn call_state(
     CallState {
         wasi,
         http: WasiHttpCtx::new(),
-        net: NetGate::new(prepared.allow.clone(), clock, denied.clone()),
+        net: NetGate::new(
+            prepared.allow.clone(),
+            prepared.secrets.clone(),
+            clock,
+            denied.clone(),
+            notes.clone(),
+        ),
         clock,
         table,
         limiter: MemoryLimiter { budget },

@@ -4,13 +4,18 @@
 //! What a built-in may touch is decided here, not by what its component
 //! says about itself: a tool that only looks gets the workspace read-only,
 //! so it never needs approval; a tool that changes files gets it
-//! read-write, and approval follows from that grant.
+//! read-write, and approval follows from that grant. The web tools are off
+//! until a section names them, and then get only what it grants: no
+//! directory, and no network until it lists hosts.
 
 use warden_policy::{Baseline, Origin};
 use warden_sandbox::ComponentSource;
 
 /// The built-in components, embedded at build time (see build.rs).
-const COMPONENTS: &[(&str, &[u8])] = &[("fs", include_bytes!(env!("WARDEN_BUILTIN_FS")))];
+const COMPONENTS: &[(&str, &[u8])] = &[
+    ("fs", include_bytes!(env!("WARDEN_BUILTIN_FS"))),
+    ("fetch", include_bytes!(env!("WARDEN_BUILTIN_FETCH"))),
+];
 
 /// Every built-in tool: name, component, baseline.
 pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
@@ -24,6 +29,8 @@ pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
     ("move", "fs", Baseline::Workspace),
     ("mkdir", "fs", Baseline::Workspace),
     ("delete", "fs", Baseline::Workspace),
+    ("fetch", "fetch", Baseline::Off),
+    ("web_search", "fetch", Baseline::Off),
 ];
 
 /// The built-in components as sources to load.
@@ -77,6 +84,12 @@ mod tests {
             let b = baseline(t.origin, &t.spec.name);
             // What looks is read-only; what the component says changes
             // files gets write access (and so approval).
+            if t.location == "builtin:fetch" {
+                // The web tools: off until named, then only what is granted.
+                assert_eq!(b, Baseline::Off, "{}", t.spec.name);
+                assert!(!t.spec.mutates, "{}", t.spec.name);
+                continue;
+            }
             assert_eq!(b == Baseline::Workspace, t.spec.mutates, "{}", t.spec.name);
         }
     }

@@ -266,6 +266,12 @@ impl Workspace {
         let mut config = HostConfig::new(self.root.clone());
         config.cache = Some(self.folders.compile_cache()?);
         config.on_compile = on_compile;
+        if self.mode != Mode::SafeDefaults {
+            // Where secrets named `file KEY` are read from, beneath
+            // warden's private config folder; a never-trusted workspace
+            // has no secrets at all.
+            config.config = warden_state::StateDir::open(&self.folders.config, "warden").ok();
+        }
         let mut host = ToolHost::new(config)?;
         host.load(builtin_sources());
         if self.mode != Mode::SafeDefaults {

@@ -9,6 +9,7 @@ use warden_tests::{Sandbox, warden_bin};
 
 mod agent;
 mod search;
+mod web;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -301,6 +302,8 @@ fn main() {
         us(own),
         verdict(own <= Duration::from_millis(1))
     );
+
+    web::run();
 
     if argv.iter().any(|a| a == "--sandbox-only") {
         return;

@@ -297,3 +297,56 @@ fn a_bad_mcp_section_is_an_error_that_says_what_to_write() {
     .unwrap_err();
     assert!(e.to_string().contains("mcp.demo"), "{e}");
 }
+
+#[test]
+fn a_secret_is_a_capability_with_its_source_hosts_and_way_but_no_value() {
+    let d = ws();
+    let p = parse(
+        "[tools.web_search]\nnetwork = [\"API.example.com\"]\nsettings = { provider = \"brave\" }\n\
+         [tools.web_search.secrets.key]\nenv = \"KEY_VAR\"\nhosts = [\"API.example.com\", \"api.example.com\"]\n\
+         header = \"Authorization: Bearer {}\"\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("web_search", Baseline::Nothing).unwrap();
+    let secret = g.secrets().next().unwrap();
+    assert_eq!(
+        *secret,
+        Capability::Secret {
+            name: "key".into(),
+            source: "env KEY_VAR".into(),
+            hosts: vec!["api.example.com".into()],
+            send: "header Authorization: Bearer {}".into(),
+        }
+    );
+    assert_eq!(
+        secret.to_string(),
+        "secret key (env KEY_VAR) to api.example.com as header Authorization: Bearer {}"
+    );
+    assert_eq!(
+        g.settings().collect::<Vec<_>>(),
+        vec![("provider", "brave")]
+    );
+    assert!(g.needs_approval());
+    assert_eq!(
+        g.summary(d.path()),
+        "net:api.example.com secret:key@api.example.com set:provider=brave"
+    );
+    let e = parse(
+        "[tools.fetch.secrets.k]\nfile = \"k\"\nhosts = [\"a.com\"]\nquery = \"a b\"\n",
+        d.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("[tools.fetch]: secret `k`: `query` is a parameter name"),
+        "{e}"
+    );
+    let e = parse("[tools.fetch]\nsettings = { Provider = \"x\" }\n", d.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("setting `Provider`: use a snake_case key"),
+        "{e}"
+    );
+}

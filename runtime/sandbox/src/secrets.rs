@@ -1,0 +1,445 @@
+//! Secrets a tool uses but never holds: the host adds each to the tool's
+//! HTTP requests to the secret's own hosts, after the allow-list check, and
+//! takes it back out of everything that returns to the guest or the model.
+//!
+//! The invariant: no byte sequence equal to a secret's value (as it is,
+//! percent-encoded or base64-encoded) enters the guest's memory or leaves
+//! the call. The guest cannot read a request once it is handed to the host,
+//! responses are scrubbed on their way in, and the call's output, errors
+//! and stderr are scrubbed on their way out.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
+use http::{HeaderName, HeaderValue, Request, Response};
+use http_body::{Body, Frame};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use warden_policy::{Capability, Grants, NetworkAllow};
+use warden_state::StateDir;
+
+/// The per-user secrets file, in warden's config folder.
+pub const SECRETS_FILE: &str = "secrets.toml";
+
+/// Shortest value that may be a secret: a shorter one would be scrubbed
+/// out of ordinary text.
+const MIN_LEN: usize = 8;
+
+/// How a secret goes into a request.
+#[derive(Debug, Clone)]
+enum Send {
+    Header(HeaderName, String),
+    Query(String),
+}
+
+/// One secret, resolved: its value stays in the host.
+struct Secret {
+    name: String,
+    hosts: NetworkAllow,
+    send: Send,
+    value: String,
+    /// The forms scrubbed: the value, percent-encoded, base64.
+    forms: Vec<Vec<u8>>,
+    marker: Bytes,
+}
+
+/// A secret whose value could not be read: requests go without it, and
+/// the model is told why.
+struct Missing {
+    hosts: NetworkAllow,
+    why: String,
+}
+
+/// The secrets of one tool.
+#[derive(Default)]
+pub(crate) struct Secrets(Vec<Secret>, Vec<Missing>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|s| s.name.as_str()).collect();
+        f.debug_tuple("Secrets").field(&names).finish()
+    }
+}
+
+impl Secrets {
+    /// Reads the value of every secret `grants` name: from the host
+    /// environment or from the secrets file in `config` (opened beneath
+    /// warden's private config folder without following links). A value
+    /// that is missing or unusable is not sent; each request to its hosts
+    /// then says why.
+    pub(crate) fn resolve(grants: &Grants, config: Option<&StateDir>) -> Result<Secrets, String> {
+        let mut out = Vec::new();
+        let mut missing = Vec::new();
+        let mut file: Option<Result<toml::Table, String>> = None;
+        for cap in grants.secrets() {
+            let Capability::Secret {
+                name,
+                source,
+                hosts,
+                send,
+            } = cap
+            else {
+                continue;
+            };
+            let value = match source.split_once(' ') {
+                Some(("env", var)) => std::env::var(var).map_err(|_| {
+                    format!("it comes from ${var}, which is not set; the user sets it before starting warden")
+                }),
+                Some(("file", key)) => {
+                    if file.is_none() {
+                        file = Some(read_file(config));
+                    }
+                    match file.as_ref().expect("read above") {
+                        Err(why) => Err(why.clone()),
+                        Ok(table) => table
+                            .get(key)
+                            .and_then(|v| v.as_str())
+                            .map(str::to_string)
+                            .ok_or_else(|| {
+                                format!(
+                                    "it comes from `{key}` in the user's {SECRETS_FILE}, which has \
+                                     no such string; the user adds `{key} = \"...\"` to it"
+                                )
+                            }),
+                    }
+                }
+                _ => return Err(format!("secret `{name}` has an unknown source `{source}`")),
+            };
+            let value = value.and_then(|v| {
+                if v.len() < MIN_LEN || v.chars().any(|c| c.is_control()) {
+                    Err(format!(
+                        "its value must be one line of at least {MIN_LEN} bytes"
+                    ))
+                } else {
+                    Ok(v)
+                }
+            });
+            match value {
+                Ok(v) => out.push(Secret::new(name, hosts, send, v)?),
+                Err(why) => missing.push(Missing {
+                    hosts: NetworkAllow::new(hosts.iter().map(String::as_str)),
+                    why: format!("secret `{name}` was not sent: {why}"),
+                }),
+            }
+        }
+        Ok(Secrets(out, missing))
+    }
+
+    /// Whether the tool has no secret.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds each secret meant for `host:port` to `req`. Only over https,
+    /// or in the clear to a loopback address the secret names itself (a
+    /// test server). Returns what the model should know: secrets withheld
+    /// because the request was not over https, or missing.
+    pub(crate) fn inject<B>(
+        &self,
+        req: &mut Request<B>,
+        host: &str,
+        port: u16,
+        tls: bool,
+    ) -> Vec<String> {
+        let mut withheld: Vec<String> = self
+            .1
+            .iter()
+            .filter(|m| m.hosts.allows(host, port))
+            .map(|m| m.why.clone())
+            .collect();
+        for s in self.0.iter().filter(|s| s.hosts.allows(host, port)) {
+            let loopback = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+            if !tls && !loopback {
+                withheld.push(format!(
+                    "secret `{}` was not sent to {host}:{port}: secrets go only over https; \
+                     use an https:// URL",
+                    s.name
+                ));
+                continue;
+            }
+            match &s.send {
+                Send::Header(name, template) => {
+                    let v = template.replace("{}", &s.value);
+                    if let Ok(mut v) = HeaderValue::from_str(&v) {
+                        v.set_sensitive(true);
+                        // Whatever the guest put there is replaced, not joined.
+                        req.headers_mut().insert(name.clone(), v);
+                    }
+                }
+                Send::Query(param) => {
+                    let uri = req.uri().clone();
+                    let kept: Vec<&str> = uri
+                        .query()
+                        .unwrap_or_default()
+                        .split('&')
+                        .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some(param.as_str()))
+                        .collect();
+                    let enc = utf8_percent_encode(&s.value, NON_ALPHANUMERIC);
+                    let mut pq = format!("{}?", uri.path());
+                    for kv in kept {
+                        pq.push_str(kv);
+                        pq.push('&');
+                    }
+                    pq.push_str(&format!("{param}={enc}"));
+                    let mut parts = uri.into_parts();
+                    if let Ok(p) = pq.parse() {
+                        parts.path_and_query = Some(p);
+                        if let Ok(u) = http::Uri::from_parts(parts) {
+                            *req.uri_mut() = u;
+                        }
+                    }
+                }
+            }
+        }
+        withheld
+    }
+
+    /// `text` with every form of every secret replaced by `[secret NAME]`.
+    pub(crate) fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.0.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let bytes = self.scrub_bytes(text.as_bytes());
+        match bytes {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            Cow::Owned(b) => Cow::Owned(String::from_utf8_lossy(&b).into_owned()),
+        }
+    }
+
+    fn scrub_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let mut out: Cow<'a, [u8]> = Cow::Borrowed(bytes);
+        for s in &self.0 {
+            for form in &s.forms {
+                if let Some(replaced) = replace(&out, form, &s.marker) {
+                    out = Cow::Owned(replaced);
+                }
+            }
+        }
+        out
+    }
+
+    /// The longest form scrubbed: how much of a body is held back until
+    /// the next chunk shows whether a form continues there.
+    fn longest(&self) -> usize {
+        self.0
+            .iter()
+            .flat_map(|s| s.forms.iter().map(Vec::len))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// `res` with the secrets scrubbed from its headers and body.
+    pub(crate) fn scrub_response<B>(
+        self: &std::sync::Arc<Self>,
+        res: Response<B>,
+    ) -> Response<ScrubBody<B>> {
+        let (mut parts, body) = res.into_parts();
+        for v in parts.headers.values_mut() {
+            if let Cow::Owned(b) = self.scrub_bytes(v.as_bytes())
+                && let Ok(nv) = HeaderValue::from_bytes(&b)
+            {
+                *v = nv;
+            }
+        }
+        Response::from_parts(
+            parts,
+            ScrubBody {
+                inner: body,
+                secrets: self.clone(),
+                held: BytesMut::new(),
+                done: false,
+            },
+        )
+    }
+}
+
+impl Secret {
+    fn new(name: &str, hosts: &[String], send: &str, value: String) -> Result<Secret, String> {
+        let send = if let Some(h) = send.strip_prefix("header ") {
+            let (n, t) = h.split_once(':').unwrap_or((h, "{}"));
+            let n = HeaderName::from_bytes(n.trim().as_bytes())
+                .map_err(|_| format!("secret `{name}`: bad header name `{n}`"))?;
+            Send::Header(n, t.trim().to_string())
+        } else if let Some(q) = send.strip_prefix("query ") {
+            Send::Query(q.to_string())
+        } else {
+            return Err(format!("secret `{name}`: unknown way to send it `{send}`"));
+        };
+        let mut forms = vec![value.as_bytes().to_vec()];
+        for f in [
+            utf8_percent_encode(&value, NON_ALPHANUMERIC).to_string(),
+            base64::engine::general_purpose::STANDARD_NO_PAD.encode(&value),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&value),
+        ] {
+            if !forms.contains(&f.clone().into_bytes()) {
+                forms.push(f.into_bytes());
+            }
+        }
+        Ok(Secret {
+            name: name.to_string(),
+            hosts: NetworkAllow::new(hosts.iter().map(String::as_str)),
+            send,
+            marker: Bytes::from(format!("[secret {name}]")),
+            value,
+            forms,
+        })
+    }
+}
+
+fn read_file(config: Option<&StateDir>) -> Result<toml::Table, String> {
+    let Some(dir) = config else {
+        return Err(format!(
+            "there is no per-user config folder to read {SECRETS_FILE} from"
+        ));
+    };
+    let shown = dir.path().join(SECRETS_FILE);
+    let bytes = dir
+        .read(SECRETS_FILE)
+        .map_err(|e| format!("cannot read {}: {e}", shown.display()))?
+        .ok_or_else(|| {
+            format!(
+                "{} does not exist: create it with `key = \"value\"` lines",
+                shown.display()
+            )
+        })?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", shown.display()))?;
+    text.parse::<toml::Table>()
+        .map_err(|e| format!("{} is not valid TOML: {}", shown.display(), e.message()))
+}
+
+/// `hay` with every `needle` replaced by `with`, or `None` when there is none.
+fn replace(hay: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
+    let first = memmem(hay, needle, 0)?;
+    let mut out = Vec::with_capacity(hay.len());
+    let mut at = 0;
+    let mut next = Some(first);
+    while let Some(i) = next {
+        out.extend_from_slice(&hay[at..i]);
+        out.extend_from_slice(with);
+        at = i + needle.len();
+        next = memmem(hay, needle, at);
+    }
+    out.extend_from_slice(&hay[at..]);
+    Some(out)
+}
+
+fn memmem(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    if needle.is_empty() || hay.len() < from + needle.len() {
+        return None;
+    }
+    hay[from..]
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|i| i + from)
+}
+
+/// A response body with the secrets scrubbed: what could be the start of a
+/// secret at the end of one chunk is held until the next one. Trailers are
+/// dropped (they could carry an echo and no tool needs them).
+pub(crate) struct ScrubBody<B> {
+    inner: B,
+    secrets: std::sync::Arc<Secrets>,
+    held: BytesMut,
+    done: bool,
+}
+
+impl<B> Body for ScrubBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                if this.held.is_empty() {
+                    return Poll::Ready(None);
+                }
+                let rest = this.held.split().freeze();
+                let out = this.secrets.scrub_bytes(&rest).into_owned();
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => this.done = true,
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(Some(Ok(frame))) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue; // trailers: dropped
+                    };
+                    this.held.extend_from_slice(&data);
+                    let scrubbed = this.secrets.scrub_bytes(&this.held).into_owned();
+                    // Keep what a form could still continue from.
+                    let keep = this.secrets.longest().saturating_sub(1).min(scrubbed.len());
+                    let cut = scrubbed.len() - keep;
+                    this.held = BytesMut::from(&scrubbed[cut..]);
+                    if cut > 0 {
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::copy_from_slice(
+                            &scrubbed[..cut],
+                        )))));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(value: &str) -> Secrets {
+        Secrets(
+            vec![
+                Secret::new(
+                    "key",
+                    &["api.example.com".into()],
+                    "header X-Key",
+                    value.into(),
+                )
+                .unwrap(),
+            ],
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn every_form_of_the_value_is_scrubbed() {
+        let s = secrets("s3cr3t/value+1");
+        let b64 = base64::engine::general_purpose::STANDARD_NO_PAD.encode("s3cr3t/value+1");
+        let text = format!("a s3cr3t/value+1 b s3cr3t%2Fvalue%2B1 c {b64} d");
+        assert_eq!(
+            s.scrub(&text),
+            "a [secret key] b [secret key] c [secret key] d"
+        );
+        assert_eq!(s.scrub("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn the_header_goes_only_to_its_hosts_and_over_https() {
+        let s = secrets("s3cr3t-value");
+        let mut r = Request::new(());
+        assert!(s.inject(&mut r, "other.example.com", 443, true).is_empty());
+        assert!(r.headers().is_empty());
+        let notes = s.inject(&mut r, "api.example.com", 80, false);
+        assert!(notes[0].contains("secret `key` was not sent"), "{notes:?}");
+        assert!(r.headers().is_empty());
+        r.headers_mut()
+            .insert("x-key", HeaderValue::from_static("guest"));
+        s.inject(&mut r, "api.example.com", 443, true);
+        assert_eq!(r.headers().get_all("x-key").iter().count(), 1);
+        assert_eq!(r.headers()["x-key"], "s3cr3t-value");
+    }
+}
