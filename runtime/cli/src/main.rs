@@ -2,6 +2,7 @@
 
 mod agent_cmd;
 mod approval;
+mod author;
 mod args;
 mod events;
 mod policy_cmd;
@@ -49,6 +50,12 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     let dir = cli.workspace.as_deref();
     if let args::Command::Trust { show } = cli.command {
         return trust_cmd::run(dir, folders, show);
+    }
+    if let args::Command::Tools {
+        command: args::ToolsCommand::New { name, lang, dir },
+    } = &cli.command
+    {
+        return author::new(name, lang, dir.as_deref());
     }
     if matches!(
         cli.command,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use warden_tests::{Sandbox, warden_bin};
 
 mod agent;
+mod authoring;
 mod search;
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -302,6 +303,7 @@ fn main() {
         verdict(own <= Duration::from_millis(1))
     );
 
+    authoring::run();
     if argv.iter().any(|a| a == "--sandbox-only") {
         return;
     }
