@@ -56,14 +56,24 @@ fn build(cmd: &mut Command) {
 fn scaffold(sb: &Sandbox, name: &str, lang: &str) -> PathBuf {
     let base = sb.ws.parent().unwrap().join("projects");
     std::fs::create_dir_all(&base).unwrap();
-    let out = run_ok(sb.warden().args(["tools", "new", name, "--lang", lang, "--dir"]).arg(&base));
+    let out = run_ok(
+        sb.warden()
+            .args(["tools", "new", name, "--lang", lang, "--dir"])
+            .arg(&base),
+    );
     let project = base.join(name);
     assert!(out.contains("README.md"), "{out}");
     let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
     assert!(readme.contains("## Build"), "{readme}");
-    assert!(project.join("wit/tool.wit").is_file() || project.join("warden-tool/wit/tool.wit").is_file());
+    assert!(
+        project.join("wit/tool.wit").is_file()
+            || project.join("warden-tool/wit/tool.wit").is_file()
+    );
     // Never over an existing folder.
-    let again = run(sb.warden().args(["tools", "new", name, "--lang", lang, "--dir"]).arg(&base));
+    let again = run(sb
+        .warden()
+        .args(["tools", "new", name, "--lang", lang, "--dir"])
+        .arg(&base));
     assert_eq!(again.code, 2, "{}", again.stderr);
     assert!(again.stderr.contains("already exists"), "{}", again.stderr);
     project
@@ -88,14 +98,23 @@ fn install_and_call(sb: &Sandbox, wasm: &Path, name: &str) -> Value {
     assert_eq!(r.code, 0, "{}", r.stderr);
     // A large component says it is compiling instead of pausing silently.
     if bytes.len() > 4 << 20 {
-        assert!(r.stderr.contains("compiling") && r.stderr.contains(" MiB)"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("compiling") && r.stderr.contains(" MiB)"),
+            "{}",
+            r.stderr
+        );
     }
     let installed = sb.ws.join(format!(".warden/tools/{name}.wasm"));
     assert_eq!(std::fs::read(&installed).unwrap(), bytes);
-    assert!(r.stdout.contains(&format!("\n[tools.{name}]\n")), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!("\n[tools.{name}]\n")),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("warden trust"), "{}", r.stdout);
     assert!(
-        r.stdout.contains("text (string, required), unique (boolean)"),
+        r.stdout
+            .contains("text (string, required), unique (boolean)"),
         "{}",
         r.stdout
     );
@@ -107,9 +126,19 @@ fn install_and_call(sb: &Sandbox, wasm: &Path, name: &str) -> Value {
     sb.policy(&format!("[tools.{name}]\n"));
     sb.trust();
     let r = call(sb, name, r#"{"text":"one two two"}"#);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "3 words\n"), "{}", r.stderr);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "3 words\n"),
+        "{}",
+        r.stderr
+    );
     let r = call(sb, name, r#"{"text":"one two two","unique":true}"#);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "2 words\n"), "{}", r.stderr);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "2 words\n"),
+        "{}",
+        r.stderr
+    );
 
     // The schema is checked before the guest runs.
     let r = call(sb, name, r#"{"txt":"one"}"#);
@@ -120,7 +149,11 @@ fn install_and_call(sb: &Sandbox, wasm: &Path, name: &str) -> Value {
         r.stderr
     );
     let r = call(sb, name, r#"{"text":3}"#);
-    assert!(r.stderr.starts_with("error (invalid arguments):"), "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("error (invalid arguments):"),
+        "{}",
+        r.stderr
+    );
 
     let outcome = call_json(sb, name, r#"{"text":"   "}"#);
     assert!(
@@ -147,7 +180,10 @@ fn a_rust_tool_from_the_scaffold() {
     );
     let wasm = target.join("wasm32-wasip2/release/count_words.wasm");
     let outcome = install_and_call(&sb, &wasm, "count_words");
-    assert_eq!(outcome["result"]["Err"]["kind"], "invalid_args", "{outcome}");
+    assert_eq!(
+        outcome["result"]["Err"]["kind"], "invalid_args",
+        "{outcome}"
+    );
 }
 
 #[test]
@@ -163,7 +199,14 @@ fn a_python_tool_from_the_scaffold() {
     let project = scaffold(&sb, "count_words", "python");
     build(
         Command::new("componentize-py")
-            .args(["-d", "wit", "-w", "warden:tool/component", "componentize", "app"])
+            .args([
+                "-d",
+                "wit",
+                "-w",
+                "warden:tool/component",
+                "componentize",
+                "app",
+            ])
             .args(["-o", "count_words.wasm"])
             .current_dir(&project),
     );
@@ -278,7 +321,9 @@ fn add_user_installs_into_the_user_tools_folder() {
     assert!(installed.is_file());
     assert!(!sb.ws.join(".warden").exists());
     assert!(r.stdout.contains("[tools.uppercase]"), "{}", r.stdout);
-    // Listed as a user tool, disabled until warden.toml names it.
+    // Listed as a user tool (in a trusted workspace), disabled until
+    // warden.toml names it.
+    sb.trust();
     let list = run_ok(sb.warden().args(["tools", "list"]));
     let row = list.lines().find(|l| l.starts_with("uppercase")).unwrap();
     assert!(row.contains("user") && row.contains("disabled"), "{row}");

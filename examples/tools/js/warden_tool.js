@@ -64,8 +64,8 @@ export function tools(list) {
         if (e instanceof ToolError) {
           throw { tag: e.kind, val: e.message };
         }
-        console.error(e && e.stack ? e.stack : String(e));
         const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+        console.error(e instanceof Error && e.stack ? `${message}\n${e.stack}` : message);
         throw { tag: 'failed', val: message };
       }
       return typeof result === 'string' ? result : JSON.stringify(result);

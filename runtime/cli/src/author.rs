@@ -146,10 +146,7 @@ pub fn new(name: &str, lang: &str, dir: Option<&Path>) -> anyhow::Result<u8> {
                 inert(&root.display().to_string())
             )
         } else {
-            anyhow::anyhow!(
-                "cannot create {}: {e}",
-                inert(&root.display().to_string())
-            )
+            anyhow::anyhow!("cannot create {}: {e}", inert(&root.display().to_string()))
         }
     })?;
     let readme = readme(name, lang, &build, &output);
@@ -264,7 +261,11 @@ pub fn add(ws: &Workspace, file: &Path, user: bool, force: bool) -> anyhow::Resu
     else {
         bail!("{shown_file} is not a .wasm file: give the path of a built component");
     };
-    let origin = if user { Origin::User } else { Origin::Workspace };
+    let origin = if user {
+        Origin::User
+    } else {
+        Origin::Workspace
+    };
     let source = ComponentSource::from_file(file, origin)
         .with_context(|| format!("cannot read {shown_file}"))?;
     let bytes = source.bytes.clone();
@@ -277,10 +278,7 @@ pub fn add(ws: &Workspace, file: &Path, user: bool, force: bool) -> anyhow::Resu
     let mut host = ToolHost::new(config)?;
     host.load([source]);
     if let Some(p) = host.problems().first() {
-        bail!(
-            "{shown_file} was not installed: {}",
-            inert_text(&p.reason)
-        );
+        bail!("{shown_file} was not installed: {}", inert_text(&p.reason));
     }
     let tools: Vec<&ToolInfo> = host.tools().collect();
     if tools.is_empty() {

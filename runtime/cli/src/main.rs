@@ -2,8 +2,8 @@
 
 mod agent_cmd;
 mod approval;
-mod author;
 mod args;
+mod author;
 mod events;
 mod policy_cmd;
 mod prompt;

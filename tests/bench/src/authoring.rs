@@ -67,14 +67,19 @@ pub fn run() {
     );
     let rust = dir.join("word_count_rust.wasm");
     if !rust.is_file() {
-        println!("  skipped: {} is missing: run `make examples`", rust.display());
+        println!(
+            "  skipped: {} is missing: run `make examples`",
+            rust.display()
+        );
         return;
     }
     let base = measure(&rust);
     for lang in ["rust", "python", "js"] {
         let path = dir.join(format!("word_count_{lang}.wasm"));
         if !path.is_file() {
-            println!("  {lang:<7} skipped: not built (its toolchain is missing: make authoring-toolchains)");
+            println!(
+                "  {lang:<7} skipped: not built (its toolchain is missing: make authoring-toolchains)"
+            );
             continue;
         }
         let f = if lang == "rust" { base } else { measure(&path) };

@@ -126,5 +126,4 @@ mod tests {
             ToolError::NotFound(_)
         ));
     }
-
 }

@@ -249,12 +249,12 @@ fn tidy(schema: &mut Value) {
             }
             if let Some(Value::Array(any)) = map.get_mut("anyOf") {
                 any.retain(|s| s.get("type").is_none_or(|t| t != "null"));
-                if any.len() == 1 {
-                    if let Some(Value::Object(only)) = any.pop() {
-                        map.remove("anyOf");
-                        for (k, v) in only {
-                            map.entry(k).or_insert(v);
-                        }
+                if any.len() == 1
+                    && let Some(Value::Object(only)) = any.pop()
+                {
+                    map.remove("anyOf");
+                    for (k, v) in only {
+                        map.entry(k).or_insert(v);
                     }
                 }
             }
@@ -367,7 +367,12 @@ mod tests {
             if self.text == "boom" {
                 return Err(Error::failed("it went boom"));
             }
-            Ok(self.text.split_whitespace().rev().collect::<Vec<_>>().join(" "))
+            Ok(self
+                .text
+                .split_whitespace()
+                .rev()
+                .collect::<Vec<_>>()
+                .join(" "))
         }
     }
 
@@ -430,8 +435,14 @@ mod tests {
     #[test]
     fn io_errors_map_by_kind() {
         use std::io::{Error as Io, ErrorKind as K};
-        assert!(matches!(Error::from(Io::from(K::NotFound)), Error::NotFound(_)));
-        assert!(matches!(Error::from(Io::from(K::PermissionDenied)), Error::Denied(_)));
+        assert!(matches!(
+            Error::from(Io::from(K::NotFound)),
+            Error::NotFound(_)
+        ));
+        assert!(matches!(
+            Error::from(Io::from(K::PermissionDenied)),
+            Error::Denied(_)
+        ));
         assert!(matches!(Error::from(Io::other("x")), Error::Failed(m) if m == "x"));
     }
 }

@@ -27,7 +27,6 @@ pub struct Args {
     overwrite: bool,
 }
 
-
 impl Tool for Args {
     const NAME: &str = "copy";
     const ALIASES: &[&str] = &["cp"];

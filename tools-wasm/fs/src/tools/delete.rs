@@ -8,8 +8,8 @@ use warden_tool::{JsonSchema, Tool};
 
 use super::{Counts, read_op, write_op};
 use crate::error::{ToolError, invalid};
-use crate::text::human_size;
 use crate::paths;
+use crate::text::human_size;
 
 /// Delete a file, symlink or directory; a non-empty directory needs recursive=true. There is no undo.
 #[derive(Deserialize, JsonSchema)]
@@ -22,7 +22,6 @@ pub struct Args {
     #[serde(default)]
     recursive: bool,
 }
-
 
 impl Tool for Args {
     const NAME: &str = "delete";

@@ -7,8 +7,8 @@ use warden_tool::{JsonSchema, Tool};
 
 use super::{not_regular, read_op, write_op};
 use crate::error::{ToolError, invalid};
-use crate::text::{as_text, human_size, line_numbers, list_numbers};
 use crate::paths;
+use crate::text::{as_text, human_size, line_numbers, list_numbers};
 
 /// Replace an exact piece of text in a file. old_text must match the file exactly (indentation included, no line numbers) and only once, unless replace_all. Read the file first.
 #[derive(Deserialize, JsonSchema)]
@@ -26,7 +26,6 @@ pub struct Args {
     #[serde(default)]
     replace_all: bool,
 }
-
 
 impl Tool for Args {
     const NAME: &str = "edit_file";

@@ -36,7 +36,6 @@ pub struct Args {
     hidden: bool,
 }
 
-
 impl Tool for Args {
     const NAME: &str = "glob";
     const ALIASES: &[&str] = &["find_files"];

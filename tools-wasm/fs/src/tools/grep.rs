@@ -163,7 +163,6 @@ impl Search {
     }
 }
 
-
 impl Tool for Args {
     const NAME: &str = "grep";
     const ALIASES: &[&str] = &["search", "rg"];

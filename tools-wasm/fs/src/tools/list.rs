@@ -49,7 +49,6 @@ fn two() -> usize {
     2
 }
 
-
 impl Tool for Args {
     const NAME: &str = "list_files";
     const ALIASES: &[&str] = &["ls", "list_dir"];

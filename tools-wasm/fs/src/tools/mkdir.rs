@@ -18,7 +18,6 @@ pub struct Args {
     path: String,
 }
 
-
 impl Tool for Args {
     const NAME: &str = "mkdir";
     const ALIASES: &[&str] = &["make_dir"];

@@ -28,7 +28,6 @@ pub struct Args {
     overwrite: bool,
 }
 
-
 impl Tool for Args {
     const NAME: &str = "move";
     const ALIASES: &[&str] = &["mv", "rename"];

@@ -9,8 +9,8 @@ use warden_tool::{JsonSchema, Tool};
 use super::{not_regular, read_op};
 use crate::error::{Access, ToolError, invalid, io_error};
 use crate::file::{self, MAX_READ};
-use crate::text::{SNIFF_LEN, cut_line, human_size};
 use crate::paths;
+use crate::text::{SNIFF_LEN, cut_line, human_size};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -36,7 +36,6 @@ pub struct Args {
     #[schemars(range(min = 1, max = 10000))]
     limit: Option<usize>,
 }
-
 
 impl Tool for Args {
     const NAME: &str = "read_file";

@@ -20,7 +20,6 @@ pub struct Args {
     content: String,
 }
 
-
 impl Tool for Args {
     const NAME: &str = "write_file";
     const ALIASES: &[&str] = &["write", "create_file"];
