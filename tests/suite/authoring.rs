@@ -321,12 +321,21 @@ fn add_user_installs_into_the_user_tools_folder() {
     assert!(installed.is_file());
     assert!(!sb.ws.join(".warden").exists());
     assert!(r.stdout.contains("[tools.uppercase]"), "{}", r.stdout);
-    // Listed as a user tool (in a trusted workspace), disabled until
-    // warden.toml names it.
+    // A user tool too runs only once warden.toml names it and is trusted.
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "uppercase", r#"{"text":"hi"}"#]));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    sb.policy("[tools.uppercase]\n");
     sb.trust();
     let list = run_ok(sb.warden().args(["tools", "list"]));
     let row = list.lines().find(|l| l.starts_with("uppercase")).unwrap();
-    assert!(row.contains("user") && row.contains("disabled"), "{row}");
+    assert!(row.contains("user") && row.contains("no access"), "{row}");
+    let out = run_ok(
+        sb.warden()
+            .args(["tools", "call", "uppercase", r#"{"text":"hi"}"#]),
+    );
+    assert_eq!(out, "HI\n");
 }
 
 #[test]
