@@ -234,7 +234,7 @@ fn describe<T: Tool>() -> Described {
 }
 
 /// Removes what a model does not need and some validators do not know:
-/// `format` annotations of numbers (`uint`, `int64`) and `"default": null`;
+/// `format` annotations of numbers (`uint`, `int64`) and `default`s;
 /// and `null` as a value of an `Option` field: an optional argument is left
 /// out, not sent as null (stricter than the parser, never looser).
 fn tidy(schema: &mut Value) {
@@ -262,9 +262,9 @@ fn tidy(schema: &mut Value) {
             if numeric {
                 map.remove("format");
             }
-            if map.get("default") == Some(&Value::Null) {
-                map.remove("default");
-            }
+            // Defaults cost prompt tokens on every request; say them in the
+            // field's doc comment ("(default 2)") where they matter.
+            map.remove("default");
             for (key, value) in map.iter_mut() {
                 // Property names are data, not keywords.
                 if key == "properties" {
@@ -396,7 +396,7 @@ mod tests {
                         "description": "How many times (default 1).",
                         "type": "integer", "minimum": 1, "maximum": 10
                     },
-                    "keep_case": {"description": "Keep the case.", "type": "boolean", "default": false}
+                    "keep_case": {"description": "Keep the case.", "type": "boolean"}
                 },
                 "additionalProperties": false,
                 "required": ["text"]
