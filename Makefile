@@ -3,7 +3,7 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
 TASK ?= List the files in this workspace and say in two sentences what the project is.
 
-.PHONY: wasm-target tools test-guests build test lint fmt bench run
+.PHONY: wasm-target tools test-guests build test lint fmt bench run authoring-toolchains authoring-check examples
 
 ## The guest target, installed once (what a fresh machine lacks).
 wasm-target:
@@ -26,8 +26,41 @@ build: tools
 
 test: tools test-guests
 	cargo build --release --workspace --bins
+	@$(MAKE) --no-print-directory authoring-check
 	cargo test --release --workspace
 	cargo test --manifest-path tools-wasm/Cargo.toml
+
+## Python and JavaScript tool toolchains, from PyPI and npm (idempotent):
+## componentize-py on PATH, componentize-js in target/authoring/js. The
+## authoring tests and the examples skip a language whose toolchain is missing.
+AUTHORING := $(CARGO_TARGET_DIR)/authoring
+authoring-toolchains:
+	@command -v componentize-py >/dev/null || pip install 'componentize-py==0.25.*'
+	@[ -f $(AUTHORING)/js/node_modules/@bytecodealliance/componentize-js/package.json ] || \
+		npm install --prefix $(AUTHORING)/js --no-save --no-audit --no-fund \
+			'@bytecodealliance/componentize-js@0.23'
+
+## Says which authoring tests will skip (no toolchain), before they run.
+authoring-check:
+	@command -v componentize-py >/dev/null || echo "note: componentize-py is missing: the Python tool tests skip (make authoring-toolchains)"
+	@command -v node >/dev/null && [ -f $(AUTHORING)/js/node_modules/@bytecodealliance/componentize-js/package.json ] || \
+		echo "note: node or componentize-js is missing: the JavaScript tool tests skip (make authoring-toolchains)"
+
+## The example tools (examples/tools) built into target/examples, one per
+## language whose toolchain is installed.
+EXAMPLES := $(CARGO_TARGET_DIR)/examples
+examples: wasm-target
+	@mkdir -p $(EXAMPLES)
+	cargo build $(WASM) --manifest-path examples/tools/rust/Cargo.toml
+	cp $(CARGO_TARGET_DIR)/wasm32-wasip2/release/word_count.wasm $(EXAMPLES)/word_count_rust.wasm
+	@if command -v componentize-py >/dev/null; then \
+		cd examples/tools/python && componentize-py -d wit -w warden:tool/component componentize app \
+			-o $(EXAMPLES)/word_count_python.wasm; \
+	else echo "skipped the Python example: componentize-py is missing (make authoring-toolchains)"; fi
+	@if command -v node >/dev/null && [ -d $(AUTHORING)/js/node_modules/@bytecodealliance/componentize-js ]; then \
+		ln -sfn $(AUTHORING)/js/node_modules examples/tools/js/node_modules && \
+		node examples/tools/js/build.mjs $(EXAMPLES)/word_count_js.wasm; \
+	else echo "skipped the JavaScript example: componentize-js is missing (make authoring-toolchains)"; fi
 
 lint:
 	cargo fmt --all --check
@@ -42,7 +75,7 @@ fmt:
 	cargo fmt --manifest-path tools-wasm/Cargo.toml --all
 	cargo fmt --manifest-path tests/guests/Cargo.toml --all
 
-bench: build test-guests
+bench: build test-guests examples
 	cargo run --release -p warden-bench
 
 ## The main job: one task against the configured endpoint (see README).

@@ -1,6 +1,7 @@
 mod agent;
 mod agent_loop;
 mod approval;
+mod authoring;
 mod cache;
 mod cli;
 mod dropin;

@@ -135,6 +135,33 @@ pub enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start a tool project in a new folder NAME: the example tool, the
+    /// WIT contract and a README with the build command.
+    New {
+        /// The tool's name (snake_case); also the folder's.
+        name: String,
+        /// The language to write it in.
+        #[arg(long, value_parser = ["rust", "python", "js"])]
+        lang: String,
+        /// Where to create the folder (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Install a built component into .warden/tools (or with --user, your
+    /// tools folder) and print the warden.toml lines it needs. Grants nothing.
+    Add {
+        /// The component (.wasm).
+        file: PathBuf,
+        /// Install for every workspace of yours, not only this one.
+        #[arg(long)]
+        user: bool,
+        /// Replace an installed file of the same name.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Compile every component this workspace loads into the cache now,
+    /// instead of at its first use.
+    Compile,
 }
 
 /// Model settings that override the configuration files and environment.

@@ -3,6 +3,7 @@
 mod agent_cmd;
 mod approval;
 mod args;
+mod author;
 mod events;
 mod mcp_cmd;
 mod policy_cmd;
@@ -53,6 +54,12 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     }
     if let args::Command::Mcp { yes, approval } = cli.command {
         return mcp_cmd::run(cli.workspace, folders, yes, approval);
+    }
+    if let args::Command::Tools {
+        command: args::ToolsCommand::New { name, lang, dir },
+    } = &cli.command
+    {
+        return author::new(name, lang, dir.as_deref());
     }
     if matches!(
         cli.command,

@@ -1,4 +1,4 @@
-//! `warden tools list | inspect | call`.
+//! `warden tools list | inspect | call` (`new`, `add`, `compile`: `author`).
 
 use std::io::{Read, Write};
 
@@ -13,6 +13,14 @@ use crate::render;
 use crate::{EXIT_CONFIG, EXIT_TOOL_ERROR};
 
 pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
+    match &command {
+        ToolsCommand::Add { file, user, force } => {
+            return crate::author::add(ws, file, *user, *force);
+        }
+        ToolsCommand::Compile => return crate::author::compile(ws),
+        ToolsCommand::New { .. } => unreachable!("handled before the workspace opens"),
+        _ => {}
+    }
     let tools = match command {
         // Inspecting needs no server process.
         ToolsCommand::Inspect { .. } => ws.toolset(Some(render::compiling()))?,
@@ -22,6 +30,9 @@ pub fn run(ws: &Workspace, command: ToolsCommand) -> anyhow::Result<u8> {
         ToolsCommand::List { json } => list(ws, &tools, json),
         ToolsCommand::Inspect { name, json } => inspect(ws, &tools, &name, json),
         ToolsCommand::Call { name, args, json } => call(&tools, &name, args, json),
+        ToolsCommand::Add { .. } | ToolsCommand::Compile | ToolsCommand::New { .. } => {
+            unreachable!("handled above")
+        }
     }
 }
 

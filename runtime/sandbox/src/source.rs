@@ -28,6 +28,15 @@ impl ComponentSource {
         }
     }
 
+    /// One component file (a regular file of at most 256 MiB).
+    pub fn from_file(path: &Path, origin: Origin) -> std::io::Result<ComponentSource> {
+        Ok(ComponentSource {
+            origin,
+            location: path.display().to_string(),
+            bytes: Cow::Owned(read_component(path)?),
+        })
+    }
+
     /// Every `*.wasm` file directly in `dir`, sorted by name. A missing folder
     /// is empty; a file that cannot be read is reported, the others load.
     pub fn from_dir(

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use warden_tests::{Sandbox, warden_bin};
 
 mod agent;
+mod authoring;
 mod search;
 mod web;
 
@@ -305,6 +306,7 @@ fn main() {
 
     web::run();
 
+    authoring::run();
     if argv.iter().any(|a| a == "--sandbox-only") {
         return;
     }

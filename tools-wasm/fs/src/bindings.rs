@@ -1,9 +1,9 @@
-//! The WIT bindings and the exported `tool` interface: a thin adapter from
-//! the component ABI to [`crate::TOOLS`] and [`crate::call`].
+//! The WIT bindings of the host extras this component imports, and its
+//! exported `tool` interface, made by the SDK from [`crate::TOOLS`].
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "warden:tool/fs-component",
+    world: "warden:tool/host-extras",
     with: {
         "wasi:filesystem/types@0.2.12": wasip2::filesystem::types,
         "wasi:io/error@0.2.12": wasip2::io::error,
@@ -13,33 +13,4 @@ wit_bindgen::generate!({
     },
 });
 
-use crate::ToolError;
-use exports::warden::tool::tool::{Error, Guest, Spec};
-
-struct Component;
-
-impl Guest for Component {
-    fn describe() -> Vec<Spec> {
-        crate::TOOLS
-            .iter()
-            .map(|t| Spec {
-                name: t.name.into(),
-                description: t.description.into(),
-                parameters: t.schema.into(),
-                aliases: t.aliases.iter().map(|a| a.to_string()).collect(),
-                mutates: t.mutates,
-            })
-            .collect()
-    }
-
-    fn call(name: String, args: String) -> Result<String, Error> {
-        crate::call(&name, &args).map_err(|e| match e {
-            ToolError::InvalidArgs(m) => Error::InvalidArgs(m),
-            ToolError::NotFound(m) => Error::NotFound(m),
-            ToolError::Denied(m) => Error::Denied(m),
-            ToolError::Failed(m) => Error::Failed(m),
-        })
-    }
-}
-
-export!(Component);
+warden_tool::export!(tools = crate::TOOLS);

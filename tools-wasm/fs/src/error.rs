@@ -1,35 +1,17 @@
-//! [`ToolError`], argument parsing and the mapping of io errors to messages.
+//! [`ToolError`] and the mapping of io errors to messages.
 
 use std::io;
 
-use serde::de::DeserializeOwned;
-
 use crate::paths;
 
-/// Why a call failed; mirrors the WIT `error` variant. Every message is shown
-/// to the model as it is, so it says what went wrong and how to do better.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolError {
-    /// Well-formed arguments that are still wrong (offset past the end, ...).
-    InvalidArgs(String),
-    /// A file or directory named in the call does not exist.
-    NotFound(String),
-    /// The sandbox refused: read-only grant, or no grant for that path.
-    Denied(String),
-    /// Anything else.
-    Failed(String),
-}
+/// Why a call failed: the SDK's typed error, which becomes the WIT `error`
+/// variant. Every message is shown to the model as it is, so it says what
+/// went wrong and how to do better.
+pub use warden_tool::Error as ToolError;
 
 /// Shorthand for [`ToolError::InvalidArgs`].
 pub fn invalid(msg: impl Into<String>) -> ToolError {
     ToolError::InvalidArgs(msg.into())
-}
-
-/// Parses the JSON arguments of `tool`. The host has validated them against
-/// the schema already, so a failure here means the schema and the code
-/// disagree; report it as invalid arguments anyway.
-pub fn parse_args<T: DeserializeOwned>(tool: &str, args: &str) -> Result<T, ToolError> {
-    serde_json::from_str(args).map_err(|e| invalid(format!("invalid arguments for {tool}: {e}")))
 }
 
 /// What the failed operation was doing to the path, to pick the message for
@@ -143,17 +125,5 @@ mod tests {
             io_error(&nf, "a/../b", Access::Read),
             ToolError::NotFound(_)
         ));
-    }
-
-    #[test]
-    fn parse_errors() {
-        #[derive(serde::Deserialize, Debug)]
-        #[serde(deny_unknown_fields)]
-        #[allow(dead_code)]
-        struct A {
-            path: String,
-        }
-        let err = parse_args::<A>("t", r#"{"path":"x","y":1}"#).unwrap_err();
-        assert!(matches!(err, ToolError::InvalidArgs(m) if m.contains("unknown field")));
     }
 }

@@ -6,8 +6,9 @@
 //! messages the model can act on.
 //!
 //! Table of contents:
-//! - `bindings`: the WIT bindings and the exported `describe` / `call`.
-//! - `error`: [`ToolError`], argument parsing, io error messages.
+//! - `bindings`: the host extras' WIT bindings and the exported `describe` /
+//!   `call` (made by `warden_tool::export!` from [`TOOLS`]).
+//! - `error`: [`ToolError`] (the SDK's typed error), io error messages.
 //! - `paths`: path checks, lexical normalisation, granted-root detection.
 //! - `text`: binary detection, line cutting, sizes, line numbers.
 //! - `rules`: ripgrep's ignore rules (`.gitignore`, `.ignore`, ...) and
@@ -15,7 +16,8 @@
 //! - `walk`: the recursive directory walk shared by `glob` and `grep`.
 //! - `search`: grep's search core, a whole block per regex run.
 //! - `deadline`: the soft deadline after which a search returns what it has.
-//! - `tools`: one module per tool:
+//! - `tools`: one module per tool, each an argument struct (its doc comments
+//!   are the description and schema) implementing `warden_tool::Tool`:
 //!   - `read_file` (`tools::read`), `write_file` (`tools::write`),
 //!     `edit_file` (`tools::edit`),
 //!   - `list_files` (`tools::list`), `glob` (`tools::glob`),
@@ -35,50 +37,25 @@ mod tools;
 mod walk;
 
 pub use error::ToolError;
-
-/// One tool of the component: its description for the model and its code.
-pub struct Tool {
-    /// snake_case name the model calls.
-    pub name: &'static str,
-    /// What the tool does, written for the model.
-    pub description: &'static str,
-    /// JSON Schema of the argument object.
-    pub schema: &'static str,
-    /// Other names the model may use.
-    pub aliases: &'static [&'static str],
-    /// True when a call can change files.
-    pub mutates: bool,
-    /// Runs the tool on its JSON arguments.
-    pub run: fn(&str) -> Result<String, ToolError>,
-}
+use warden_tool::Entry;
 
 /// Every tool this component offers, in the order `describe` lists them.
-pub const TOOLS: &[&Tool] = &[
-    &tools::read::TOOL,
-    &tools::write::TOOL,
-    &tools::edit::TOOL,
-    &tools::list::TOOL,
-    &tools::glob::TOOL,
-    &tools::grep::TOOL,
-    &tools::copy::TOOL,
-    &tools::mv::TOOL,
-    &tools::mkdir::TOOL,
-    &tools::delete::TOOL,
+pub const TOOLS: &[Entry] = &[
+    Entry::of::<tools::read::Args>(),
+    Entry::of::<tools::write::Args>(),
+    Entry::of::<tools::edit::Args>(),
+    Entry::of::<tools::list::Args>(),
+    Entry::of::<tools::glob::Args>(),
+    Entry::of::<tools::grep::Args>(),
+    Entry::of::<tools::copy::Args>(),
+    Entry::of::<tools::mv::Args>(),
+    Entry::of::<tools::mkdir::Args>(),
+    Entry::of::<tools::delete::Args>(),
 ];
 
 /// Runs tool `name` (or one of its aliases) on `args`.
 pub fn call(name: &str, args: &str) -> Result<String, ToolError> {
-    let tool = TOOLS
-        .iter()
-        .find(|t| t.name == name || t.aliases.contains(&name))
-        .ok_or_else(|| {
-            let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-            ToolError::NotFound(format!(
-                "unknown tool {name:?}; this component offers: {}",
-                names.join(", ")
-            ))
-        })?;
-    (tool.run)(args)
+    warden_tool::dispatch(TOOLS, name, args)
 }
 
 #[cfg(test)]
@@ -102,8 +79,9 @@ mod tests {
                 assert!(is_snake(alias), "{alias}");
                 assert!(seen.insert(alias), "duplicate {alias}");
             }
-            assert!(tool.description.len() > 40, "{}", tool.name);
-            let schema: Value = serde_json::from_str(tool.schema)
+            let described = tool.describe();
+            assert!(described.description.len() > 40, "{}", tool.name);
+            let schema: Value = serde_json::from_str(&described.schema)
                 .unwrap_or_else(|e| panic!("{}: bad schema: {e}", tool.name));
             assert_eq!(schema["type"], "object", "{}", tool.name);
             assert_eq!(schema["additionalProperties"], false, "{}", tool.name);

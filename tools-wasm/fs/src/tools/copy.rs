@@ -5,43 +5,38 @@ use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{Counts, create_parents, is_special, kind_name, lstat, not_regular, read_op, write_op};
-use crate::Tool;
-use crate::error::{ToolError, invalid, is_denied, parse_args};
+use crate::error::{ToolError, invalid, is_denied};
 use crate::paths::{self, is_within, normalize};
 use crate::text::human_size;
 
-pub const TOOL: Tool = Tool {
-    name: "copy",
-    description: "Copy a file or directory. `to` is the full destination path, not a folder \
-        to copy into. Fails if it exists, unless overwrite.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "from": {"type": "string", "minLength": 1, "description": "What to copy."},
-    "to": {"type": "string", "minLength": 1, "description": "Full destination path."},
-    "overwrite": {"type": "boolean", "description": "Replace what exists at the destination."}
-  },
-  "required": ["from", "to"],
-  "additionalProperties": false
-}"#,
-    aliases: &["cp"],
-    mutates: true,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Copy a file or directory. `to` is the full destination path, not a folder to copy into. Fails if it exists, unless overwrite.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// What to copy.
+    #[schemars(length(min = 1))]
     from: String,
+    /// Full destination path.
+    #[schemars(length(min = 1))]
     to: String,
+    /// Replace what exists at the destination.
     #[serde(default)]
     overwrite: bool,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "copy";
+    const ALIASES: &[&str] = &["cp"];
+    const MUTATES: bool = true;
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let (from, to) = (args.from.as_str(), args.to.as_str());
     let (from_resolved, to_resolved) = paths::resolve_pair(from, to)?;
     let (from, to) = (from_resolved.as_str(), to_resolved.as_str());
@@ -87,7 +82,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         )));
     }
     if is_special(src.file_type()) {
-        return Err(not_regular(from, TOOL.name));
+        return Err(not_regular(from, Args::NAME));
     }
     if lstat(to)?.is_none() {
         create_parents(to)?;

@@ -4,40 +4,35 @@ use std::fs;
 use std::path::Path;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{Counts, read_op, write_op};
-use crate::error::{ToolError, invalid, parse_args};
+use crate::error::{ToolError, invalid};
+use crate::paths;
 use crate::text::human_size;
-use crate::{Tool, paths};
 
-pub const TOOL: Tool = Tool {
-    name: "delete",
-    description: "Delete a file, symlink or directory; a non-empty directory needs \
-        recursive=true. There is no undo.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "What to delete."},
-    "recursive": {"type": "boolean", "description": "Also delete a non-empty directory's contents."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}"#,
-    aliases: &["rm", "remove"],
-    mutates: true,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Delete a file, symlink or directory; a non-empty directory needs recursive=true. There is no undo.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// What to delete.
+    #[schemars(length(min = 1))]
     path: String,
+    /// Also delete a non-empty directory's contents.
     #[serde(default)]
     recursive: bool,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "delete";
+    const ALIASES: &[&str] = &["rm", "remove"];
+    const MUTATES: bool = true;
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     paths::check("path", path)?;
     // Before `resolve`, so that `/` and `..` get the root message, not "outside".
@@ -134,7 +129,7 @@ mod tests {
     fn refuses_roots() {
         for root in [".", "./", "/", ".."] {
             let args = format!(r#"{{"path":"{root}","recursive":true}}"#);
-            let err = run(&args).unwrap_err();
+            let err = crate::call("delete", &args).unwrap_err();
             assert!(
                 matches!(&err, ToolError::InvalidArgs(m) if m.contains("refusing to delete")),
                 "{root}: {err:?}"

@@ -3,45 +3,40 @@
 use std::fs;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{not_regular, read_op, write_op};
-use crate::error::{ToolError, invalid, parse_args};
+use crate::error::{ToolError, invalid};
+use crate::paths;
 use crate::text::{as_text, human_size, line_numbers, list_numbers};
-use crate::{Tool, paths};
 
-pub const TOOL: Tool = Tool {
-    name: "edit_file",
-    description: "Replace an exact piece of text in a file. old_text must match the file \
-        exactly (indentation included, no line numbers) and only once, unless replace_all. \
-        Read the file first.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File path."},
-    "old_text": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
-    "new_text": {"type": "string", "description": "Replacement (may be empty)."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence."}
-  },
-  "required": ["path", "old_text", "new_text"],
-  "additionalProperties": false
-}"#,
-    aliases: &["edit", "str_replace"],
-    mutates: true,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Replace an exact piece of text in a file. old_text must match the file exactly (indentation included, no line numbers) and only once, unless replace_all. Read the file first.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// File path.
+    #[schemars(length(min = 1))]
     path: String,
+    /// Exact text to replace.
+    #[schemars(length(min = 1))]
     old_text: String,
+    /// Replacement (may be empty).
     new_text: String,
+    /// Replace every occurrence.
     #[serde(default)]
     replace_all: bool,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "edit_file";
+    const ALIASES: &[&str] = &["edit", "str_replace"];
+    const MUTATES: bool = true;
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let path_resolved = paths::resolve("path", path)?;
     let path = path_resolved.as_str();
@@ -60,7 +55,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         return Err(invalid(format!("{path} is a directory, not a file")));
     }
     if !meta.is_file() {
-        return Err(not_regular(path, TOOL.name));
+        return Err(not_regular(path, Args::NAME));
     }
     let bytes = read_op(path, fs::read(path))?;
     let Some(content) = as_text(&bytes) else {

@@ -5,52 +5,46 @@ use std::ops::ControlFlow;
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::read_op;
 use crate::deadline::Deadline;
-use crate::error::{ToolError, invalid, parse_args};
+use crate::error::{ToolError, invalid};
 use crate::file;
 use crate::rules::Filter;
-use crate::{Tool, paths, walk};
+use crate::{paths, walk};
 
 /// Most paths returned.
 const MAX_RESULTS: usize = 1000;
 
-pub const TOOL: Tool = Tool {
-    name: "glob",
-    description: "Find files by path pattern, e.g. `**/*.rs` or `src/*.{rs,toml}` (`*.rs` \
-        matches the top level only). Skips hidden and ignored files unless hidden / \
-        no_ignore.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Glob, relative to path."},
-    "path": {"type": "string", "minLength": 1, "description": "Directory (default .)."},
-    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
-    "hidden": {"type": "boolean", "description": "Include hidden files."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}"#,
-    aliases: &["find_files"],
-    mutates: false,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Find files by path pattern, e.g. `**/*.rs` or `src/*.{rs,toml}` (`*.rs` matches the top level only). Skips hidden and ignored files unless hidden / no_ignore.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// Glob, relative to path.
+    #[schemars(length(min = 1, max = 4096))]
     pattern: String,
+    /// Directory (default .).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     path: Option<String>,
+    /// Include files .gitignore ignores.
     #[serde(default)]
     no_ignore: bool,
+    /// Include hidden files.
     #[serde(default)]
     hidden: bool,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "glob";
+    const ALIASES: &[&str] = &["find_files"];
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let base = args
         .path
         .as_deref()

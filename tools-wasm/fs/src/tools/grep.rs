@@ -7,56 +7,46 @@ use std::path::Path;
 use globset::GlobMatcher;
 use grep_regex::RegexMatcher;
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{not_regular, read_op};
 use crate::deadline::Deadline;
-use crate::error::{ToolError, invalid, parse_args};
+use crate::error::{ToolError, invalid};
 use crate::file::{self, Meta};
 use crate::rules::{Ancestor, Filter};
 use crate::search::{Outcome, Searcher};
 use crate::text::cut_line;
-use crate::{Tool, paths, walk};
+use crate::{paths, walk};
 
 /// Matching lines are cut to this many characters.
 const MAX_LINE_CHARS: usize = 300;
 
-pub const TOOL: Tool = Tool {
-    name: "grep",
-    description: "Search file contents for a regex (Rust syntax, per line); returns \
-        `path:line: text`. Skips hidden, ignored and binary files unless hidden / no_ignore.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Regular expression."},
-    "path": {"type": "string", "minLength": 1, "description": "File or directory (default .)."},
-    "include": {"type": "string", "minLength": 1, "description": "Glob on file names, e.g. *.rs."},
-    "case_insensitive": {"type": "boolean", "description": "Ignore case."},
-    "max_matches": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "Stop after this many lines (default 200)."},
-    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
-    "hidden": {"type": "boolean", "description": "Include hidden files."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}"#,
-    aliases: &["search", "rg"],
-    mutates: false,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Search file contents for a regex (Rust syntax, per line); returns `path:line: text`. Skips hidden, ignored and binary files unless hidden / no_ignore.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// Regular expression.
+    #[schemars(length(min = 1, max = 4096))]
     pattern: String,
+    /// File or directory (default .).
     #[serde(default)]
+    #[schemars(length(min = 1))]
     path: Option<String>,
+    /// Glob on file names, e.g. *.rs.
     #[serde(default)]
+    #[schemars(length(min = 1))]
     include: Option<String>,
+    /// Ignore case.
     #[serde(default)]
     case_insensitive: bool,
+    /// Stop after this many lines (default 200).
     #[serde(default = "default_max")]
+    #[schemars(range(min = 1, max = 2000))]
     max_matches: usize,
+    /// Include files .gitignore ignores.
     #[serde(default)]
     no_ignore: bool,
+    /// Include hidden files.
     #[serde(default)]
     hidden: bool,
 }
@@ -173,8 +163,15 @@ impl Search {
     }
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "grep";
+    const ALIASES: &[&str] = &["search", "rg"];
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let base = args
         .path
         .as_deref()
@@ -212,7 +209,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         notes.extend(summary.notes());
         flow
     } else if !meta.regular {
-        return Err(not_regular(base, TOOL.name));
+        return Err(not_regular(base, Args::NAME));
     } else {
         let mut file = read_op(base, file::open(base, &meta))?;
         match search.read(base, &mut file, false) {

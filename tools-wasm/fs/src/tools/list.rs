@@ -7,12 +7,13 @@ use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::read_op;
-use crate::error::{ToolError, invalid, parse_args};
+use crate::error::{ToolError, invalid};
 use crate::file::{self, EntryType};
 use crate::rules::{Filter, Rules, Skipped};
-use crate::{Tool, paths, walk};
+use crate::{paths, walk};
 
 /// Most entries shown in one listing.
 const MAX_ENTRIES: usize = 1000;
@@ -20,34 +21,22 @@ const MAX_ENTRIES: usize = 1000;
 /// not hide its siblings.
 const MAX_PER_SUBDIR: usize = 200;
 
-pub const TOOL: Tool = Tool {
-    name: "list_files",
-    description: "List a directory as a tree; directories end in /. Skips .git, hidden and \
-        ignored entries unless hidden / no_ignore.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "Directory (default .)."},
-    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to show (default 2)."},
-    "no_ignore": {"type": "boolean", "description": "Include files .gitignore ignores."},
-    "hidden": {"type": "boolean", "description": "Include hidden files."}
-  },
-  "additionalProperties": false
-}"#,
-    aliases: &["ls", "list_dir"],
-    mutates: false,
-    run,
-};
-
-#[derive(Deserialize)]
+/// List a directory as a tree; directories end in /. Skips .git, hidden and ignored entries unless hidden / no_ignore.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// Directory (default .).
     #[serde(default = "dot")]
+    #[schemars(length(min = 1))]
     path: String,
+    /// Levels to show (default 2).
     #[serde(default = "two")]
+    #[schemars(range(min = 1, max = 10))]
     depth: usize,
+    /// Include files .gitignore ignores.
     #[serde(default)]
     no_ignore: bool,
+    /// Include hidden files.
     #[serde(default)]
     hidden: bool,
 }
@@ -60,8 +49,15 @@ fn two() -> usize {
     2
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "list_files";
+    const ALIASES: &[&str] = &["ls", "list_dir"];
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let path = if args.path.is_empty() {
         "."
     } else {

@@ -3,35 +3,31 @@
 use std::fs;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{kind_name, lstat, write_op};
-use crate::error::{ToolError, invalid, parse_args};
-use crate::{Tool, paths};
+use crate::error::{ToolError, invalid};
+use crate::paths;
 
-pub const TOOL: Tool = Tool {
-    name: "mkdir",
-    description: "Create a directory and any missing parents; an existing one is fine.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "Directory to create."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}"#,
-    aliases: &["make_dir"],
-    mutates: true,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Create a directory and any missing parents; an existing one is fine.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// Directory to create.
+    #[schemars(length(min = 1))]
     path: String,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "mkdir";
+    const ALIASES: &[&str] = &["make_dir"];
+    const MUTATES: bool = true;
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let path_resolved = paths::resolve("path", path)?;
     let path = path_resolved.as_str();

@@ -5,44 +5,39 @@ use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::copy::{check_pair, copy_entry, copy_tree, leads_outside, source_metadata};
 use super::delete::remove_contents;
 use super::{Counts, create_parents, is_special, kind_name, lstat, read_op, write_op};
-use crate::Tool;
-use crate::error::{Access, ToolError, invalid, io_error, parse_args};
+use crate::error::{Access, ToolError, invalid, io_error};
 use crate::paths::{self, is_within, normalize};
 
-pub const TOOL: Tool = Tool {
-    name: "move",
-    description: "Move or rename a file or directory. `to` is the full new path, not a \
-        folder to move into. Fails if it exists, unless overwrite.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "from": {"type": "string", "minLength": 1, "description": "What to move."},
-    "to": {"type": "string", "minLength": 1, "description": "Full new path."},
-    "overwrite": {"type": "boolean", "description": "Replace an existing file or empty directory."}
-  },
-  "required": ["from", "to"],
-  "additionalProperties": false
-}"#,
-    aliases: &["mv", "rename"],
-    mutates: true,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Move or rename a file or directory. `to` is the full new path, not a folder to move into. Fails if it exists, unless overwrite.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// What to move.
+    #[schemars(length(min = 1))]
     from: String,
+    /// Full new path.
+    #[schemars(length(min = 1))]
     to: String,
+    /// Replace an existing file or empty directory.
     #[serde(default)]
     overwrite: bool,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "move";
+    const ALIASES: &[&str] = &["mv", "rename"];
+    const MUTATES: bool = true;
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let (from, to) = (args.from.as_str(), args.to.as_str());
     let (from_resolved, to_resolved) = paths::resolve_pair(from, to)?;
     let (from, to) = (from_resolved.as_str(), to_resolved.as_str());

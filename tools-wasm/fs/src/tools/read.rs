@@ -4,12 +4,13 @@ use std::fmt::Write as _;
 use std::io::{self, Read};
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{not_regular, read_op};
-use crate::error::{Access, ToolError, invalid, io_error, parse_args};
+use crate::error::{Access, ToolError, invalid, io_error};
 use crate::file::{self, MAX_READ};
+use crate::paths;
 use crate::text::{SNIFF_LEN, cut_line, human_size};
-use crate::{Tool, paths};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -21,35 +22,30 @@ const MAX_LINE_CHARS: usize = 2000;
 /// the host's output limit.
 const MAX_OUTPUT_BYTES: usize = 128 * 1024;
 
-pub const TOOL: Tool = Tool {
-    name: "read_file",
-    description: "Read a text file. Lines come numbered like `cat -n`; the numbers are not \
-        part of the file. At most 2000 lines per call: page with offset and limit.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File path."},
-    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Lines to return (default 2000)."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}"#,
-    aliases: &["read", "cat"],
-    mutates: false,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Read a text file. Lines come numbered like `cat -n`; the numbers are not part of the file. At most 2000 lines per call: page with offset and limit.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// File path.
+    #[schemars(length(min = 1))]
     path: String,
+    /// First line to return (1-based).
+    #[schemars(range(min = 1))]
     offset: Option<usize>,
+    /// Lines to return (default 2000).
+    #[schemars(range(min = 1, max = 10000))]
     limit: Option<usize>,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "read_file";
+    const ALIASES: &[&str] = &["read", "cat"];
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let path_resolved = paths::resolve("path", path)?;
     let path = path_resolved.as_str();
@@ -65,7 +61,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         )));
     }
     if !meta.regular {
-        return Err(not_regular(path, TOOL.name));
+        return Err(not_regular(path, Args::NAME));
     }
     if meta.len == 0 {
         return Ok(format!("{path} is empty (0 bytes)"));

@@ -3,38 +3,33 @@
 use std::fs;
 
 use serde::Deserialize;
+use warden_tool::{JsonSchema, Tool};
 
 use super::{create_parents, is_special, lstat, not_regular, write_op};
-use crate::error::{ToolError, invalid, parse_args};
-use crate::{Tool, paths};
+use crate::error::{ToolError, invalid};
+use crate::paths;
 
-pub const TOOL: Tool = Tool {
-    name: "write_file",
-    description: "Create a text file or replace all of its content; missing parent \
-        directories are created. To change part of a file use edit_file.",
-    schema: r#"{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File path."},
-    "content": {"type": "string", "description": "The whole new content."}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}"#,
-    aliases: &["write", "create_file"],
-    mutates: true,
-    run,
-};
-
-#[derive(Deserialize)]
+/// Create a text file or replace all of its content; missing parent directories are created. To change part of a file use edit_file.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
+    /// File path.
+    #[schemars(length(min = 1))]
     path: String,
+    /// The whole new content.
     content: String,
 }
 
-fn run(args: &str) -> Result<String, ToolError> {
-    let args: Args = parse_args(TOOL.name, args)?;
+impl Tool for Args {
+    const NAME: &str = "write_file";
+    const ALIASES: &[&str] = &["write", "create_file"];
+    const MUTATES: bool = true;
+    fn run(self) -> Result<String, ToolError> {
+        run(self)
+    }
+}
+
+fn run(args: Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let path_resolved = paths::resolve("path", path)?;
     let path = path_resolved.as_str();
@@ -53,7 +48,7 @@ fn run(args: &str) -> Result<String, ToolError> {
         // Through a symlink, report the size of the file it points to.
         Some(meta) => match fs::metadata(path) {
             Ok(target) if is_special(target.file_type()) => {
-                return Err(not_regular(path, TOOL.name));
+                return Err(not_regular(path, Args::NAME));
             }
             Ok(target) => Some(target.len()),
             Err(_) => Some(meta.len()),
