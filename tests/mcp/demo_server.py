@@ -33,7 +33,10 @@ def probe(args):
         report.append(f"connect: {e.strerror or e}")
     # A process that would outlive the server if nothing stopped it.
     subprocess.Popen(
-        ["sleep", "1000"], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ["sh", "-c", f"sleep 1000; : {args.get('marker', '')}"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     report.append(f"marker: {args.get('marker', '')}")
     return "; ".join(report)

@@ -282,3 +282,81 @@ fn a_never_trusted_workspace_starts_no_mcp_server() {
     let policy = run_ok(sb.warden().args(["policy"]));
     assert!(!policy.contains("mcp.demo"), "{policy}");
 }
+
+/// Processes whose command line holds `marker`, anywhere on the host.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(marker) {
+                found.push(format!("{}: {cmd}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives_warden() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = Sandbox::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The server lives in a folder of its own, granted read-only; the
+    // workspace is not granted at all.
+    let server_dir = sb.ws.join("server");
+    std::fs::create_dir(&server_dir).unwrap();
+    std::fs::copy(script("demo_server.py"), server_dir.join("demo_server.py")).unwrap();
+    let python = ["/usr/bin/python3", "/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("a system python3");
+    let script = server_dir.join("demo_server.py");
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [\"{python}\", \"{}\"]\nread = [\"server\"]\n",
+        script.display()
+    ));
+    sb.trust();
+    let marker = format!("marker-{}", std::process::id());
+    let target = sb.outside.join("escaped.txt");
+    let args = json!({"write": target, "port": port, "marker": marker}).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[("p", "demo__probe", &args)]),
+        answer("probed"),
+    ]);
+    let before = sb.outside_snapshot();
+    let out = warden_tests::warden_run(&sb, &mock, "k", &["probe it"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("probed"), "{}", out.stdout);
+    // The tool's normal result reached the model, and it says what the
+    // kernel refused.
+    let results = warden_tests::tool_contents(&mock.requests()[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].contains(&marker), "{results:?}");
+    assert!(!results[0].contains("write: ok"), "{results:?}");
+    assert!(!results[0].contains("connect: ok"), "{results:?}");
+    // Checked on the host: no file, no connection, no process left.
+    assert!(!target.exists());
+    assert_eq!(sb.outside_snapshot(), before);
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener was reached"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left: Vec<String> = processes_with(&marker)
+            .into_iter()
+            .chain(processes_with(&script.display().to_string()))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processes outlived warden: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -8,7 +8,7 @@
 //! it and waited for, and nothing runs while no call does.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,8 @@ use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use warden_agent::{CallCancel, ToolDef, ToolResult};
-use warden_policy::{Grants, inert, is_tool_name};
+use tokio::net::unix::pipe::{Receiver, Sender};
+use warden_policy::{Capability, Grants, inert, is_tool_name};
 use warden_sandbox::GrantedDirs;
 
 /// Longest wait for a server to start and list its tools.
@@ -108,11 +109,14 @@ impl McpTools {
     }
 
     fn start_one(&mut self, server: McpServer, root: &Path) -> Result<(), String> {
-        let process = warden_confine::spawn(&spec(&server, root)).map_err(|e| e.to_string())?;
-        let (stdout, stdin) = {
-            let _rt = self.rt().enter();
-            process.stdio().map_err(|e| e.to_string())?
-        };
+        let mut process = warden_confine::spawn(&spec(&server, root)?, false)
+            .map_err(|e| e.to_string())?;
+        let pipes = process.take_stdout().zip(process.take_stdin());
+        let (stdout, stdin) = pipes.ok_or("its standard input and output are not pipes")?;
+        // Registered with the servers' runtime, which drives them.
+        let _in_rt = self.rt().enter();
+        let stdout = Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?;
+        let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
         let listed = self
             .wait(async {
                 tokio::time::timeout(START_TIMEOUT, async {
@@ -327,31 +331,68 @@ fn text_of(content: &[ContentBlock], cap: usize) -> (String, bool) {
     (out, true)
 }
 
-/// What the server's process may reach, for the confinement.
-fn spec(server: &McpServer, root: &Path) -> warden_confine::Spec {
-    warden_confine::Spec {
-        _server: server.clone(),
-        _root: root.to_path_buf(),
-    }
-}
+/// Where programs are looked up inside the confinement.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-// Placeholder until the confinement crate lands: nothing starts.
-mod warden_confine {
-    use tokio::net::unix::pipe::{Receiver, Sender};
-
-    pub struct Spec {
-        pub _server: super::McpServer,
-        pub _root: std::path::PathBuf,
+/// What the server's process may reach, for the confinement: its granted
+/// directories, network only when it has a `network` grant (a process
+/// cannot be held to a host list), the granted variables plus `PATH` and a
+/// `HOME` inside its grants, its memory limit.
+fn spec(server: &McpServer, root: &Path) -> Result<warden_confine::Spec, String> {
+    let program = resolve(&server.command[0], root)?;
+    let (mut read, mut write) = (Vec::new(), Vec::new());
+    for (path, w) in server.grants.dirs() {
+        if w { &mut write } else { &mut read }.push(path.to_path_buf());
     }
-    pub struct Confined;
-    impl Confined {
-        pub fn stdio(&self) -> Result<(Receiver, Sender), String> {
-            Err("unreachable".into())
+    // The workspace when granted, else the root of what it sees.
+    let cwd = if read.iter().chain(&write).any(|d| root.starts_with(d)) {
+        root.to_path_buf()
+    } else {
+        PathBuf::from("/")
+    };
+    let mut spec = warden_confine::Spec::new(program, cwd);
+    spec.args = server.command[1..].to_vec();
+    spec.network = server
+        .grants
+        .caps
+        .iter()
+        .any(|c| matches!(c, Capability::Net { .. }));
+    spec.memory = server.grants.limits.memory;
+    let mut env = vec![("PATH".to_string(), SYSTEM_PATH.to_string())];
+    if let Some(home) = write.first().or(read.first()) {
+        env.push(("HOME".to_string(), home.display().to_string()));
+    }
+    for cap in &server.grants.caps {
+        if let Capability::Env { name } = cap
+            && let Ok(value) = std::env::var(name)
+        {
+            env.retain(|(k, _)| k != name);
+            env.push((name.clone(), value));
         }
     }
-    pub fn spawn(_: &Spec) -> Result<Confined, String> {
-        Err("process confinement is not built yet".into())
+    spec.env = env;
+    spec.read = read;
+    spec.write = write;
+    Ok(spec)
+}
+
+/// The program of a command: a path (relative ones from the workspace),
+/// or a name on warden's `PATH`.
+fn resolve(program: &str, root: &Path) -> Result<PathBuf, String> {
+    if program.contains('/') {
+        let path = root.join(program);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("its program {} does not exist", path.display()))
+        };
     }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("its program `{program}` is not on PATH"))
 }
 
 #[cfg(test)]
