@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-const BUILTINS: &[&str] = &["fs"];
+const BUILTINS: &[&str] = &["fs", "shell"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

@@ -6,6 +6,7 @@ mod cli;
 mod dropin;
 mod edges;
 mod escapes;
+mod exec;
 mod extras;
 mod fs_tools;
 mod fs_tools_tree;

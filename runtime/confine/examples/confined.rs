@@ -17,7 +17,21 @@ fn main() {
     spec.timeout = std::time::Duration::from_secs(5);
     spec.processes = 50;
     spec.output = 2000;
-    spec.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    spec.env = vec![("PATH".into(), "/root/.cargo/bin:/usr/bin:/bin".into())];
+    for (k, v) in std::env::vars() {
+        if let Some(name) = k.strip_prefix("CONFINED_ENV_") {
+            spec.env.push((name.into(), v));
+        }
+    }
+    if let Ok(r) = std::env::var("CONFINED_READ") {
+        spec.read = r.split(':').map(Into::into).collect();
+    }
+    if let Ok(t) = std::env::var("CONFINED_TIMEOUT") {
+        spec.timeout = std::time::Duration::from_secs(t.parse().unwrap());
+    }
+    if let Ok(m) = std::env::var("CONFINED_MEMORY_MB") {
+        spec.memory = m.parse::<u64>().unwrap() << 20;
+    }
     let t = std::time::Instant::now();
     let done = warden_confine::run(&spec);
     eprintln!("{:?} in {:?}", done, t.elapsed());

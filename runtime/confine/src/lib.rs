@@ -30,9 +30,13 @@ mod helper;
 #[cfg(target_os = "linux")]
 mod run;
 mod spec;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
 
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_ARG, helper_main};
 #[cfg(target_os = "linux")]
 pub use run::{Confined, probe, run, set_helper, spawn};
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::{HELPER_ARG, helper_main, probe, run, set_helper};
 pub use spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};

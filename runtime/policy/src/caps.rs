@@ -40,6 +40,12 @@ pub enum Capability {
         /// `example.com`, `*.example.com`, `127.0.0.1:8080`, `*`.
         host: String,
     },
+    /// A program the tool may start as a confined host process: a name
+    /// looked up on `PATH` when the tool is bound, or an absolute path.
+    Exec {
+        /// `cargo`, `sh`, `/usr/bin/python3`.
+        program: String,
+    },
 }
 
 impl Capability {
@@ -51,11 +57,12 @@ impl Capability {
             Capability::Dir { write, .. } => *write,
             Capability::Net { .. } => true,
             Capability::Env { .. } => false,
+            Capability::Exec { .. } => true,
         }
     }
 
     /// Every kind's word, in the order listings show them.
-    pub const KINDS: &'static [&'static str] = &["files", "env", "network"];
+    pub const KINDS: &'static [&'static str] = &["files", "env", "network", "exec"];
 
     /// The word of its kind in tables and diffs.
     pub fn kind(&self) -> &'static str {
@@ -63,6 +70,7 @@ impl Capability {
             Capability::Dir { .. } => "files",
             Capability::Env { .. } => "env",
             Capability::Net { .. } => "network",
+            Capability::Exec { .. } => "exec",
         }
     }
 
@@ -81,6 +89,7 @@ impl Capability {
             }
             Capability::Env { name } => ("env", name.clone()),
             Capability::Net { host } => ("net", host.clone()),
+            Capability::Exec { program } => ("exec", inert(program).into_owned()),
         }
     }
 }
@@ -99,6 +108,7 @@ impl fmt::Display for Capability {
             ),
             Capability::Env { name } => write!(f, "env {name}"),
             Capability::Net { host } => write!(f, "network {host}"),
+            Capability::Exec { program } => write!(f, "exec {}", inert(program)),
         }
     }
 }
@@ -190,6 +200,14 @@ impl Grants {
     pub fn hosts(&self) -> impl Iterator<Item = &str> {
         self.caps.iter().filter_map(|c| match c {
             Capability::Net { host } => Some(host.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Programs it may start (names or absolute paths, as granted).
+    pub fn programs(&self) -> impl Iterator<Item = &str> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Exec { program } => Some(program.as_str()),
             _ => None,
         })
     }

@@ -178,6 +178,10 @@ pub struct ToolSection {
     /// Hosts the tool may send HTTP requests to (see [`crate::HostPattern`]).
     #[serde(default, deserialize_with = "hosts")]
     pub network: Vec<String>,
+    /// Programs the tool may run as confined host processes: names looked
+    /// up on `PATH` when the tool is bound, or absolute paths.
+    #[serde(default, deserialize_with = "programs")]
+    pub exec: Vec<String>,
     /// Overrides the default memory limit.
     #[serde(default, deserialize_with = "memory")]
     pub memory: Option<u64>,
@@ -201,7 +205,10 @@ impl ToolSection {
             .network
             .iter()
             .map(|host| Capability::Net { host: host.clone() });
-        env.chain(net)
+        let exec = self.exec.iter().map(|program| Capability::Exec {
+            program: program.clone(),
+        });
+        env.chain(net).chain(exec)
     }
 }
 
@@ -309,4 +316,23 @@ fn env_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         check_env_name(name).map_err(D::Error::custom)?;
     }
     Ok(v)
+}
+
+fn programs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    let mut out: Vec<String> = Vec::new();
+    for p in v {
+        let bare = !p.is_empty() && !p.contains('/') && p != "." && p != "..";
+        let absolute = p.starts_with('/') && !p.ends_with('/');
+        if p.contains('\0') || !(bare || absolute) {
+            return Err(D::Error::custom(format!(
+                "exec entry `{}` is neither a program name (looked up on PATH, like \"cargo\") nor an absolute path (like \"/usr/bin/python3\")",
+                crate::inert::inert(&p)
+            )));
+        }
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
 }

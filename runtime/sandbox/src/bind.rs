@@ -10,6 +10,7 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::granted::GrantedDirs;
+use crate::process::ExecPlan;
 use crate::wasi::mounts;
 
 /// What a call of a bound tool is made from.
@@ -26,6 +27,8 @@ pub(crate) struct Prepared {
     pub(crate) allow: Arc<NetworkAllow>,
     /// The workspace, when granted: the guest's initial working directory.
     pub(crate) initial_cwd: Option<String>,
+    /// How the tool's granted programs run (`warden:tool/process`).
+    pub(crate) exec: Arc<ExecPlan>,
 }
 
 /// Prepares the calls of a tool with `grants`. Each granted directory is
@@ -51,10 +54,11 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
     }
     let mut ctx = b.build();
     let preopens = std::mem::take(ctx.filesystem());
-    let env = grants
+    let env: Vec<(String, String)> = grants
         .env()
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
         .collect();
+    let exec = Arc::new(ExecPlan::new(grants, workspace, &env));
     let initial_cwd = workspace
         .to_str()
         .filter(|_| grants.dirs().any(|(p, _)| p == workspace))
@@ -65,5 +69,6 @@ pub(crate) fn prepare(grants: &Grants, workspace: &Path) -> Result<Prepared, Str
         env,
         allow: Arc::new(NetworkAllow::new(grants.hosts())),
         initial_cwd,
+        exec,
     })
 }

@@ -10,7 +10,10 @@ use warden_policy::{Baseline, Origin};
 use warden_sandbox::ComponentSource;
 
 /// The built-in components, embedded at build time (see build.rs).
-const COMPONENTS: &[(&str, &[u8])] = &[("fs", include_bytes!(env!("WARDEN_BUILTIN_FS")))];
+const COMPONENTS: &[(&str, &[u8])] = &[
+    ("fs", include_bytes!(env!("WARDEN_BUILTIN_FS"))),
+    ("shell", include_bytes!(env!("WARDEN_BUILTIN_SHELL"))),
+];
 
 /// Every built-in tool: name, component, baseline.
 pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
@@ -24,6 +27,9 @@ pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
     ("move", "fs", Baseline::Workspace),
     ("mkdir", "fs", Baseline::Workspace),
     ("delete", "fs", Baseline::Workspace),
+    // Runs programs: off until warden.toml enables it and grants it `exec`
+    // (and so never in a workspace that was never trusted).
+    ("shell", "shell", Baseline::Off),
 ];
 
 /// The built-in components as sources to load.
@@ -76,8 +82,13 @@ mod tests {
         for t in host.tools() {
             let b = baseline(t.origin, &t.spec.name);
             // What looks is read-only; what the component says changes
-            // files gets write access (and so approval).
-            assert_eq!(b == Baseline::Workspace, t.spec.mutates, "{}", t.spec.name);
+            // files gets write access (and so approval), or nothing until
+            // warden.toml grants it (shell).
+            if t.spec.mutates {
+                assert_ne!(b, Baseline::WorkspaceRead, "{}", t.spec.name);
+            } else {
+                assert_eq!(b, Baseline::WorkspaceRead, "{}", t.spec.name);
+            }
         }
     }
 
