@@ -38,14 +38,14 @@ fn marker(tag: &str) -> String {
     )
 }
 
-/// Pids of the host processes whose command line contains `needle`.
+/// Pids of the host processes running `sleep NEEDLE`.
 fn processes_with(needle: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                .is_ok_and(|c| c == format!("sleep\0{needle}\0").as_bytes())
         })
         .collect()
 }
@@ -54,7 +54,11 @@ fn processes_with(needle: &str) -> Vec<u32> {
 fn host_still_works(sb: &Sandbox) {
     let r = shell(sb, "echo alive");
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("exit code: 0\n--- stdout ---\nalive\n"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("exit code: 0\n--- stdout ---\nalive\n"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -77,12 +81,23 @@ fn a_granted_shell_writes_only_inside_its_write_grants() {
     let r = shell(&sb, &line);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for escaped in [&tmp, &real_home, &warden_home, &sibling] {
-        assert!(!escaped.exists(), "{} was written: {}", escaped.display(), r.stdout);
+        assert!(
+            !escaped.exists(),
+            "{} was written: {}",
+            escaped.display(),
+            r.stdout
+        );
     }
-    assert_eq!(std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(), "hello\nworld\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
     assert!(!sb.ws.join("docs/new").exists());
     // The write grant itself works, so the refusals above are the kernel's.
-    assert_eq!(std::fs::read_to_string(sb.ws.join("out/made.txt")).unwrap(), "made\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("out/made.txt")).unwrap(),
+        "made\n"
+    );
     assert!(r.stdout.contains("Permission denied"), "{}", r.stdout);
 }
 
@@ -91,7 +106,10 @@ fn a_granted_shell_cannot_read_a_sibling_of_the_workspace() {
     let sb = shell_sandbox("");
     let r = shell(
         &sb,
-        &format!("cat ../outside/secret.txt; cat {}/secret.txt; ls ..; cat hello.txt", sb.outside.display()),
+        &format!(
+            "cat ../outside/secret.txt; cat {}/secret.txt; ls ..; cat hello.txt",
+            sb.outside.display()
+        ),
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("top secret"), "{}", r.stdout);
@@ -117,21 +135,24 @@ fn connections(extra: &str, line: impl Fn(u16) -> String) -> (usize, String) {
 
 #[test]
 fn without_a_network_grant_a_command_reaches_no_listener() {
-    let connect = |port: u16| {
-        format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected")
-    };
+    let connect =
+        |port: u16| format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected");
     let (n, out) = connections("", connect);
     assert_eq!(n, 0, "{out}");
-    assert!(!out.contains("connected"), "{out}");
+    assert!(!out.contains("--- stdout ---\nconnected"), "{out}");
     // With a network grant the same command connects: the count can fail.
     let (n, out) = connections("network = [\"127.0.0.1:PORT\"]", connect);
     assert_eq!(n, 1, "{out}");
+    assert!(out.contains("--- stdout ---\nconnected"), "{out}");
 }
 
 #[test]
 fn no_process_outlives_its_call() {
     // The probe finds a process that is running, so it can fail.
-    let mut control = std::process::Command::new("sleep").arg("777000").spawn().unwrap();
+    let mut control = std::process::Command::new("sleep")
+        .arg("777000")
+        .spawn()
+        .unwrap();
     assert_eq!(processes_with("777000"), vec![control.id()]);
     control.kill().unwrap();
     control.wait().unwrap();
@@ -146,7 +167,11 @@ fn no_process_outlives_its_call() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("started"), "{}", r.stdout);
     for n in 777001..=777006 {
-        assert_eq!(processes_with(&n.to_string()), Vec::<u32>::new(), "sleep {n} survived");
+        assert_eq!(
+            processes_with(&n.to_string()),
+            Vec::<u32>::new(),
+            "sleep {n} survived"
+        );
     }
 }
 
@@ -155,25 +180,53 @@ fn a_fork_bomb_and_a_memory_bomb_end_and_the_host_still_works() {
     let sb = shell_sandbox("timeout = \"5s\"\nmemory = \"64MiB\"");
     let start = Instant::now();
     let r = shell(&sb, "f() { f | f & }; f; sleep 1; echo bombed");
-    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
-    assert!(r.stdout.contains("Cannot fork") || r.stdout.contains("timed out"), "{}{}", r.stdout, r.stderr);
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        r.stdout.contains("Cannot fork") || r.stdout.contains("timed out"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
     host_still_works(&sb);
 
     let start = Instant::now();
-    let r = shell(&sb, "awk 'BEGIN { s = \"x\"; while (1) s = s s }'; echo \"awk ended: $?\"");
-    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
-    assert!(r.stdout.contains("awk ended: ") || r.stdout.contains("timed out"), "{}{}", r.stdout, r.stderr);
+    let r = shell(
+        &sb,
+        "awk 'BEGIN { s = \"x\"; while (1) s = s s }'; echo \"awk ended: $?\"",
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        r.stdout.contains("awk ended: ") || r.stdout.contains("timed out"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
     host_still_works(&sb);
 }
 
 #[test]
 fn a_command_past_the_timeout_is_killed_spinning_or_sleeping() {
     let sb = shell_sandbox("timeout = \"2s\"");
-    for line in ["while :; do :; done", "sleep 777100", "sh -c 'sleep 777101 &'; while :; do :; done"] {
+    for line in [
+        "while :; do :; done",
+        "sleep 777100",
+        "sh -c 'sleep 777101 &'; while :; do :; done",
+    ] {
         let start = Instant::now();
         let r = shell(&sb, line);
         let took = start.elapsed();
-        assert!(took >= Duration::from_millis(1500) && took < Duration::from_secs(10), "{line}: {took:?}");
+        assert!(
+            took >= Duration::from_millis(1500) && took < Duration::from_secs(10),
+            "{line}: {took:?}"
+        );
         assert!(
             r.stdout.contains("timed out") || r.stderr.contains("time limit"),
             "{line}: {}{}",
@@ -203,8 +256,16 @@ fn a_command_sees_only_granted_variables_never_the_api_key() {
     assert!(r.stdout.contains("GRANTED_VAR=visible"), "{}", r.stdout);
     // HOME and TMPDIR point inside the write grant.
     let out = sb.ws.join("out");
-    assert!(r.stdout.contains(&format!("HOME={}", out.display())), "{}", r.stdout);
-    assert!(r.stdout.contains(&format!("TMPDIR={}", out.display())), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!("HOME={}", out.display())),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!("TMPDIR={}", out.display())),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -218,15 +279,26 @@ fn a_program_not_granted_is_refused_with_the_granted_list() {
     let call = |args: &str| run(sb.warden().args(["tools", "call", "run_program", args]));
     let r = call(r#"{"program":"cat","args":["hello.txt"]}"#);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("`cat` is not granted to this tool; it may run only: sh, true"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("`cat` is not granted to this tool; it may run only: sh, true"),
+        "{}",
+        r.stderr
+    );
     // By absolute path, too; and a granted one runs.
     let r = call(r#"{"program":"/usr/bin/cat","args":["hello.txt"]}"#);
     assert!(r.stderr.contains("not granted"), "{}", r.stderr);
     let r = call(r#"{"program":"sh","args":["-c","cat hello.txt"]}"#);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("exit=Some(0)") && r.stdout.contains("hello\nworld"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("exit=Some(0)") && r.stdout.contains("hello\nworld"),
+        "{}",
+        r.stdout
+    );
     // The shell tool without a shell says what it may run.
-    let r = run(sb.warden().args(["tools", "call", "shell", r#"{"command":"ls"}"#]));
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "shell", r#"{"command":"ls"}"#]));
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("it may run only true"), "{}", r.stderr);
 }
@@ -237,17 +309,29 @@ fn a_tool_without_exec_is_denied_every_program() {
     sb.drop_in(guests::EXEC_ANY, "exec_any.wasm");
     sb.policy("[tools.run_program]\nread = [\".\"]\n");
     sb.trust();
-    let r = run(sb.warden().args(["tools", "call", "run_program", r#"{"program":"sh"}"#]));
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "run_program", r#"{"program":"sh"}"#]));
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("this tool may not run programs"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("this tool may not run programs"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
 fn shell_is_off_unless_warden_toml_enables_it() {
     let sb = Sandbox::new();
-    let r = run(sb.warden().args(["tools", "call", "shell", r#"{"command":"ls"}"#]));
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "shell", r#"{"command":"ls"}"#]));
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("not enabled") || r.stderr.contains("disabled"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not enabled") || r.stderr.contains("disabled"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -257,8 +341,15 @@ fn a_read_only_grant_inside_a_write_grant_is_refused_for_processes() {
     sb.trust();
     let r = shell(&sb, "echo x > docs/readme.md");
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("cannot make it read-only"), "{}", r.stderr);
-    assert_eq!(std::fs::read_to_string(sb.ws.join("docs/readme.md")).unwrap(), "# docs\n");
+    assert!(
+        r.stderr.contains("cannot make it read-only"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("docs/readme.md")).unwrap(),
+        "# docs\n"
+    );
 }
 
 #[test]
@@ -272,11 +363,11 @@ fn policy_shows_exec_grants_and_the_confinement() {
     assert!(r.stdout.contains("exec:sh"), "{}", r.stdout);
 }
 
-
 /// The rustup home and cargo binary the tests' own toolchain uses.
 fn toolchain() -> (PathBuf, PathBuf) {
     let home = PathBuf::from(std::env::var("HOME").unwrap());
-    let rustup = std::env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), PathBuf::from);
+    let rustup =
+        std::env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), PathBuf::from);
     let cargo = std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
@@ -298,7 +389,11 @@ fn the_model_edits_rust_runs_cargo_test_through_shell_sees_the_failure_and_fixes
     .unwrap();
     std::fs::create_dir(sb.ws.join("src")).unwrap();
     let test = "\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n";
-    std::fs::write(sb.ws.join("src/lib.rs"), format!("pub fn add(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n{test}")).unwrap();
+    std::fs::write(
+        sb.ws.join("src/lib.rs"),
+        format!("pub fn add(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n{test}"),
+    )
+    .unwrap();
     sb.policy(&format!(
         "[tools.shell]\nexec = [\"sh\", {cargo:?}]\nwrite = [\".\"]\nread = [{rustup:?}]\n\
          env = [\"RUSTUP_HOME\", \"RUSTUP_TOOLCHAIN\", \"CARGO_HOME\"]\ntimeout = \"300s\"\n",
@@ -328,7 +423,10 @@ fn the_model_edits_rust_runs_cargo_test_through_shell_sees_the_failure_and_fixes
         .env("OPENAI_API_KEY", "sk-agent-task")
         .env("WARDEN_RETRY_BASE_MS", "5")
         .env("RUSTUP_HOME", &rustup)
-        .env("RUSTUP_TOOLCHAIN", std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|_| "stable".into()))
+        .env(
+            "RUSTUP_TOOLCHAIN",
+            std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|_| "stable".into()),
+        )
         .env("CARGO_HOME", sb.ws.join(".cargo-home"))
         .args(["run", "--yes", "make add correct and its tests green"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -336,17 +434,49 @@ fn the_model_edits_rust_runs_cargo_test_through_shell_sees_the_failure_and_fixes
     let requests = mock.requests();
     assert_eq!(requests.len(), 5);
     // The system prompt says what the shell may run.
-    let system = requests[0].body["messages"][0]["content"].as_str().unwrap().to_string();
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(system.contains("`shell` may run sh, "), "{system}");
     assert!(!system.contains("there is no shell"), "{system}");
-    let failed = warden_tests::tool_contents(&requests[2].body).pop().unwrap();
+    let failed = warden_tests::tool_contents(&requests[2].body)
+        .pop()
+        .unwrap();
     assert!(failed.contains("exit code: 101"), "{failed}");
     assert!(failed.contains("test result: FAILED"), "{failed}");
     assert!(failed.contains("left: 5"), "{failed}");
-    let passed = warden_tests::tool_contents(&requests[4].body).pop().unwrap();
+    let passed = warden_tests::tool_contents(&requests[4].body)
+        .pop()
+        .unwrap();
     assert!(passed.contains("exit code: 0"), "{passed}");
     assert!(passed.contains("test result: ok. 1 passed"), "{passed}");
-    assert!(std::fs::read_to_string(sb.ws.join("src/lib.rs")).unwrap().contains("a + b"));
+    assert!(
+        std::fs::read_to_string(sb.ws.join("src/lib.rs"))
+            .unwrap()
+            .contains("a + b")
+    );
     // The build stayed inside the workspace grant.
     assert!(sb.ws.join("target").is_dir());
+}
+
+#[test]
+fn under_approval_writes_the_user_sees_the_command_line_and_can_refuse_it() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = shell_sandbox("");
+    let mock = MockLlm::start(vec![
+        calls(&[("s", "shell", r#"{"command":"echo hi > out/made.txt"}"#)]),
+        answer("Not run."),
+    ]);
+    let r = sb.run_in_terminal(&mock.base_url(), "make a file", "n\n");
+    assert!(r.stdout.contains("shell wants to run"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("$ echo hi > out/made.txt"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("Not run."), "{}", r.stdout);
+    assert!(!sb.ws.join("out/made.txt").exists());
+    let tools = warden_tests::tool_contents(&mock.requests()[1].body);
+    assert!(tools[0].contains("the user refused"), "{}", tools[0]);
 }

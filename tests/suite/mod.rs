@@ -3,6 +3,7 @@ mod agent_loop;
 mod approval;
 mod cache;
 mod cli;
+mod confine;
 mod dropin;
 mod edges;
 mod escapes;

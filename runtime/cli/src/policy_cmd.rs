@@ -12,10 +12,11 @@ use crate::render;
 pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     let tools = ws.toolset(Some(render::compiling()))?;
     // Which confinement commands get, when some tool may run them.
-    let runs_programs = tools
-        .entries()
-        .iter()
-        .any(|e| e.grants.as_ref().is_some_and(|g| g.programs().next().is_some()));
+    let runs_programs = tools.entries().iter().any(|e| {
+        e.grants
+            .as_ref()
+            .is_some_and(|g| g.programs().next().is_some())
+    });
     let confinement = runs_programs.then(|| match warden_confine::probe() {
         Ok(m) => m.to_string(),
         Err(e) => e.to_string(),

@@ -31,6 +31,7 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
@@ -40,7 +41,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sched::CloneFlags;
 use nix::sys::resource::{Resource, setrlimit};
-use nix::sys::signal::{SigHandler, Signal, raise, signal};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, raise, sigaction, signal};
 use nix::sys::wait::{WaitStatus, wait, waitpid};
 use nix::unistd::{ForkResult, Pid, chdir, execve, fork, getgid, getppid, getuid, pipe2};
 
@@ -97,6 +98,23 @@ const DEVICES: &[&str] = &[
     "/dev/urandom",
 ];
 
+/// The init's pid, once cloned, for [`on_term`].
+static INIT_PID: AtomicI32 = AtomicI32::new(0);
+/// Whether warden asked the run to stop before the init existed.
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+
+/// `SIGTERM` from warden: kill the init, whose death ends the PID
+/// namespace; the helper then reaps it and exits only once every process
+/// of the run is gone, so warden's wait for the helper is a wait for all.
+extern "C" fn on_term(_: std::ffi::c_int) {
+    TERMINATED.store(true, Ordering::SeqCst);
+    let pid = INIT_PID.load(Ordering::SeqCst);
+    if pid > 0 {
+        // kill(2) is async-signal-safe.
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
 /// Runs the helper: `args` are what follows [`HELPER_ARG`] (the parent's
 /// pid, the spec as JSON). Never returns.
 pub fn helper_main(args: &[String]) -> ! {
@@ -128,6 +146,15 @@ fn helper(args: &[String]) -> Result<i32, String> {
     let spec: Spec =
         serde_json::from_str(spec).map_err(|e| format!("setup bad spec from warden: {e}"))?;
     let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
+    let term = SigAction::new(
+        SigHandler::Handler(on_term),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only loads and stores atomics and calls kill(2),
+    // all async-signal-safe.
+    unsafe { sigaction(Signal::SIGTERM, &term) }
+        .map_err(|e| format!("setup signal handler: {e}"))?;
 
     let (go_r, go_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let (st_r, st_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
@@ -149,6 +176,10 @@ fn helper(args: &[String]) -> Result<i32, String> {
     // parent and is the child's own copy in the child.
     let child = unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) }
         .map_err(|e| format!("unavailable cannot create user, PID and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"))?;
+    INIT_PID.store(child.as_raw(), Ordering::SeqCst);
+    if TERMINATED.load(Ordering::SeqCst) {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+    }
     drop(go_r);
     drop(st_w);
     if let Err(e) = map_ids(child) {
@@ -258,6 +289,8 @@ fn pids_cgroup(processes: u64) -> Result<std::path::PathBuf, String> {
 /// status from `status`).
 fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // SAFETY: restoring the default action of a signal is always sound.
+    let _ = unsafe { signal(Signal::SIGTERM, SigHandler::SigDfl) };
     let mut b = [0u8; 1];
     if nix::unistd::read(go, &mut b) != Ok(1) {
         return 125; // the helper died or could not map the ids

@@ -7,6 +7,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitSta
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
@@ -119,21 +120,11 @@ pub(crate) fn run_reporting(spec: &Spec) -> Result<(Finished, Mechanism)> {
     });
     let err = thread::spawn(move || Capture::read_all(stderr, cap));
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pids fit in i32"));
-    // Waits for the helper's end without reaping it: only this thread
-    // reaps, so the pid cannot be reused before the kill below.
-    let (done_tx, done_rx) = mpsc::channel();
-    let waiter = thread::spawn(move || {
-        while let Err(nix::errno::Errno::EINTR) =
-            waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
-        {}
-        let _ = done_tx.send(());
-    });
+    let (done_rx, waiter) = watch(pid);
     let timed_out = match done_rx.recv_timeout(spec.timeout) {
         Ok(()) | Err(RecvTimeoutError::Disconnected) => false,
         Err(RecvTimeoutError::Timeout) => {
-            // The helper's death kills the init (parent-death signal), and
-            // the init's death every process of its PID namespace.
-            let _ = kill(pid, Signal::SIGKILL);
+            stop(pid, &done_rx);
             true
         }
     };
@@ -167,6 +158,33 @@ pub(crate) fn run_reporting(spec: &Spec) -> Result<(Finished, Mechanism)> {
         },
         mechanism,
     ))
+}
+
+/// How long the helper gets to take the run down before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends a run: the helper kills its init and exits once the whole PID
+/// namespace is gone (`done` says it exited). Should it not, it is killed;
+/// its death still kills the init (parent-death signal), only without the
+/// wait.
+fn stop(helper: Pid, done: &mpsc::Receiver<()>) {
+    let _ = kill(helper, Signal::SIGTERM);
+    if done.recv_timeout(STOP_GRACE).is_err() {
+        let _ = kill(helper, Signal::SIGKILL);
+    }
+}
+
+/// Waits in a thread for `pid` to end, without reaping it (so that only
+/// its owner reaps, and the pid cannot be reused before a kill).
+fn watch(pid: Pid) -> (mpsc::Receiver<()>, thread::JoinHandle<()>) {
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = thread::spawn(move || {
+        while let Err(nix::errno::Errno::EINTR) =
+            waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+        {}
+        let _ = done_tx.send(());
+    });
+    (done_rx, waiter)
 }
 
 /// A long-lived confined process (an MCP server over stdio). Dropping it
@@ -226,7 +244,17 @@ impl Confined {
     }
     /// Kills it and every process it started, and waits for that.
     pub fn kill(&mut self) -> Status {
-        let _ = self.child.kill();
+        if self.child.try_wait().ok().flatten().is_none() {
+            let pid = Pid::from_raw(i32::try_from(self.child.id()).expect("pids fit in i32"));
+            let (done, waiter) = watch(pid);
+            stop(pid, &done);
+            let status = self.child.wait();
+            let _ = waiter.join();
+            if let Some(cgroup) = crate::helper::pids_cgroup_dir(self.child.id()) {
+                let _ = std::fs::remove_dir(cgroup);
+            }
+            return status.map_or(Status::Signaled(Signal::SIGKILL as i32), status_of);
+        }
         let status = self
             .child
             .wait()

@@ -81,7 +81,11 @@ impl ExecPlan {
             ))
         });
         // Each program itself is readable and executable, wherever it is.
-        read.extend(programs.iter().filter_map(|(_, r)| r.as_ref().ok().cloned()));
+        read.extend(
+            programs
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok().cloned()),
+        );
         let default_cwd = grants
             .dirs()
             .find(|(p, _)| *p == workspace)
@@ -98,7 +102,11 @@ impl ExecPlan {
         }
         path.push(SYSTEM_PATH.to_string());
         let mut all_env = vec![("PATH".to_string(), path.join(":"))];
-        if let Some(home) = write.first().or(default_cwd.as_ref()).and_then(|p| p.to_str()) {
+        if let Some(home) = write
+            .first()
+            .or(default_cwd.as_ref())
+            .and_then(|p| p.to_str())
+        {
             all_env.push(("HOME".to_string(), home.to_string()));
         }
         if let Some(tmp) = write.first().and_then(|p| p.to_str()) {
@@ -134,7 +142,9 @@ impl ExecPlan {
             )));
         }
         let Some((_, found)) = self.programs.iter().find(|(name, r)| {
-            *name == cmd.program || r.as_ref().is_ok_and(|p| p.as_os_str() == cmd.program.as_str())
+            *name == cmd.program
+                || r.as_ref()
+                    .is_ok_and(|p| p.as_os_str() == cmd.program.as_str())
         }) else {
             return Err(ExecError::Denied(format!(
                 "`{}` is not granted to this tool; it may run only: {}",
@@ -152,10 +162,15 @@ impl ExecPlan {
             })?,
             Some(c) => self.workspace.join(c),
         };
-        let cwd = cwd.canonicalize().map_err(|e| {
-            ExecError::Failed(format!("working directory {}: {e}", cwd.display()))
-        })?;
-        if !self.read.iter().chain(&self.write).any(|d| cwd.starts_with(d)) {
+        let cwd = cwd
+            .canonicalize()
+            .map_err(|e| ExecError::Failed(format!("working directory {}: {e}", cwd.display())))?;
+        if !self
+            .read
+            .iter()
+            .chain(&self.write)
+            .any(|d| cwd.starts_with(d))
+        {
             return Err(ExecError::Failed(format!(
                 "working directory {} is outside this tool's directory grants",
                 cwd.display()
@@ -190,7 +205,9 @@ impl ExecPlan {
                     truncated: done.limits.contains(&warden_confine::Limit::Output),
                 })
             }
-            Err(warden_confine::Error::Unavailable(u)) => Err(ExecError::Unavailable(u.to_string())),
+            Err(warden_confine::Error::Unavailable(u)) => {
+                Err(ExecError::Unavailable(u.to_string()))
+            }
             Err(e) => Err(ExecError::Failed(e.to_string())),
         }
     }
@@ -200,14 +217,17 @@ impl ExecPlan {
 /// executable file.
 fn resolve(program: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::PermissionsExt;
-    let executable =
-        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.starts_with('/') {
         let p = PathBuf::from(program);
         return if executable(&p) {
             Ok(p)
         } else {
-            Err(format!("`{program}` is granted but is not an executable file"))
+            Err(format!(
+                "`{program}` is granted but is not an executable file"
+            ))
         };
     }
     std::env::var_os("PATH")
@@ -216,7 +236,9 @@ fn resolve(program: &str) -> Result<PathBuf, String> {
         .filter(|d| d.is_absolute())
         .map(|d| d.join(program))
         .find(|p| executable(p))
-        .ok_or_else(|| format!("`{program}` is granted but was not found on PATH when warden started"))
+        .ok_or_else(|| {
+            format!("`{program}` is granted but was not found on PATH when warden started")
+        })
 }
 
 /// Adds `warden:tool/process` to the linker.

@@ -305,7 +305,10 @@ fn main() {
     println!();
     println!("exec: `true` as a confined process (median of 30)");
     let (confined, unconfined) = exec_true();
-    println!("  spawn /bin/true, unconfined {:>11}   (baseline)", us(unconfined));
+    println!(
+        "  spawn /bin/true, unconfined {:>11}   (baseline)",
+        us(unconfined)
+    );
     println!(
         "  confined /bin/true         {:>12}   ({:.1}x baseline: helper, namespaces, Landlock, init)",
         us(confined),

@@ -135,8 +135,14 @@ mod tests {
 
     #[test]
     fn picks_a_granted_shell_by_name_or_path() {
-        assert_eq!(pick_shell(&["cargo".into(), "sh".into()]), Some("sh".into()));
-        assert_eq!(pick_shell(&["/usr/bin/bash".into()]), Some("/usr/bin/bash".into()));
+        assert_eq!(
+            pick_shell(&["cargo".into(), "sh".into()]),
+            Some("sh".into())
+        );
+        assert_eq!(
+            pick_shell(&["/usr/bin/bash".into()]),
+            Some("/usr/bin/bash".into())
+        );
         assert_eq!(pick_shell(&["cargo".into()]), None);
     }
 

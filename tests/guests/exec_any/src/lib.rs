@@ -33,7 +33,11 @@ impl Guest for Component {
             program: args["program"].as_str().unwrap_or_default().to_string(),
             args: args["args"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default(),
             cwd: args["cwd"].as_str().map(String::from),
         };
