@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-const BUILTINS: &[&str] = &["fs", "fetch"];
+const BUILTINS: &[&str] = &["fs", "fetch", "shell"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

@@ -24,6 +24,7 @@ impl ToolRunner for Slow {
                     parameters: json!({"type": "object", "properties": {"tag": {"type": "string"}}}),
                 },
                 mutates: *n == "slow_write",
+                programs: Vec::new(),
             })
             .collect()
     }

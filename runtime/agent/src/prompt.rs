@@ -8,10 +8,23 @@ use crate::textproto;
 /// Builds the system prompt. Under native tool calling the tools are listed
 /// by the request itself; the text protocol lists them here.
 pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool) -> String {
+    let runners: Vec<String> = tools
+        .iter()
+        .filter(|t| !t.programs.is_empty())
+        .map(|t| format!("`{}` may run {}", t.def.name, t.programs.join(", ")))
+        .collect();
+    let shell = if runners.is_empty() {
+        "there is no shell".to_string()
+    } else {
+        format!(
+            "commands run only through tools: {} (confined to that tool's grants)",
+            runners.join("; ")
+        )
+    };
     let mut p = format!(
         "You are warden, an agent that completes tasks in the workspace {ws}.\n\
          - Relative paths resolve in the workspace. A tool sees only the directories granted \
-         to it; only tools granted hosts reach the network; there is no shell.\n\
+         to it; only tools granted hosts reach the network; {shell}.\n\
          - Read before you edit; make small, exact edits. If a tool fails, read the error and \
          adjust the call.\n\
          - When done, answer briefly with what you did.",

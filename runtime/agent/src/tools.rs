@@ -15,6 +15,9 @@ pub struct AgentTool {
     pub def: ToolDef,
     /// Whether a call can change state: such calls run alone, in order.
     pub mutates: bool,
+    /// Programs it may run as confined processes (its `exec` grant), for
+    /// the system prompt.
+    pub programs: Vec<String>,
 }
 
 /// What one call returned.

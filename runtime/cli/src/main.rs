@@ -31,6 +31,18 @@ const EXIT_TOOL_ERROR: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
 
 fn main() -> ExitCode {
+    // `warden __confine ...`: warden re-executed to set up the confinement
+    // of a command (see warden-confine); before anything else runs.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == warden_confine::HELPER_ARG)
+    {
+        let rest: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        warden_confine::helper_main(&rest);
+    }
     let cli = args::Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),

@@ -15,6 +15,16 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     let tools = ws.toolset(Some(render::compiling()))?;
     // Listed from the policy: nothing is started to show what it grants.
     let (servers, server_warnings) = ws.mcp_servers();
+    // Which confinement commands get, when some tool may run them.
+    let runs_programs = tools.entries().iter().any(|e| {
+        e.grants
+            .as_ref()
+            .is_some_and(|g| g.programs().next().is_some())
+    });
+    let confinement = runs_programs.then(|| match warden_confine::probe() {
+        Ok(m) => m.to_string(),
+        Err(e) => e.to_string(),
+    });
     let mut out = std::io::stdout().lock();
     if json {
         let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
@@ -27,6 +37,7 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
                 "name": s.name, "command": s.command, "grants": s.grants,
             })).collect::<Vec<_>>(),
             "warnings": tools.warnings().iter().chain(&server_warnings).collect::<Vec<_>>(),
+            "exec_confinement": confinement,
             "instructions": ws.instructions.iter().map(|i| json!({
                 "source": i.source, "bytes": i.bytes.len(), "prompt_text": i.prompt_text(),
             })).collect::<Vec<_>>(),
@@ -41,6 +52,9 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     };
     writeln!(out, "workspace: {}", ws.root.display())?;
     writeln!(out, "policy:    {source}")?;
+    if let Some(c) = &confinement {
+        writeln!(out, "commands:  {c}")?;
+    }
     writeln!(out)?;
     for e in tools.entries() {
         let Some(g) = &e.grants else {

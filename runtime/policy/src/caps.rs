@@ -62,6 +62,12 @@ pub enum Capability {
         /// Its value.
         value: String,
     },
+    /// A program the tool may start as a confined host process: a name
+    /// looked up on `PATH` when the tool is bound, or an absolute path.
+    Exec {
+        /// `cargo`, `sh`, `/usr/bin/python3`.
+        program: String,
+    },
 }
 
 impl Capability {
@@ -71,13 +77,13 @@ impl Capability {
     pub fn needs_approval(&self) -> bool {
         match self {
             Capability::Dir { write, .. } => *write,
-            Capability::Net { .. } | Capability::Secret { .. } => true,
+            Capability::Net { .. } | Capability::Secret { .. } | Capability::Exec { .. } => true,
             Capability::Env { .. } | Capability::Setting { .. } => false,
         }
     }
 
     /// Every kind's word, in the order listings show them.
-    pub const KINDS: &'static [&'static str] = &["files", "env", "network", "secrets", "settings"];
+    pub const KINDS: &'static [&'static str] = &["files", "env", "network", "exec", "secrets", "settings"];
 
     /// The word of its kind in tables and diffs.
     pub fn kind(&self) -> &'static str {
@@ -87,6 +93,7 @@ impl Capability {
             Capability::Net { .. } => "network",
             Capability::Secret { .. } => "secrets",
             Capability::Setting { .. } => "settings",
+            Capability::Exec { .. } => "exec",
         }
     }
 
@@ -112,6 +119,7 @@ impl Capability {
             Capability::Setting { key, value } => {
                 ("set", format!("{}={}", inert(key), inert(value)))
             }
+            Capability::Exec { program } => ("exec", inert(program).into_owned()),
         }
     }
 }
@@ -146,6 +154,7 @@ impl fmt::Display for Capability {
             Capability::Setting { key, value } => {
                 write!(f, "setting {} = {}", inert(key), inert(value))
             }
+            Capability::Exec { program } => write!(f, "exec {}", inert(program)),
         }
     }
 }
@@ -252,6 +261,14 @@ impl Grants {
     pub fn settings(&self) -> impl Iterator<Item = (&str, &str)> {
         self.caps.iter().filter_map(|c| match c {
             Capability::Setting { key, value } => Some((key.as_str(), value.as_str())),
+            _ => None,
+        })
+    }
+
+    /// Programs it may start (names or absolute paths, as granted).
+    pub fn programs(&self) -> impl Iterator<Item = &str> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Exec { program } => Some(program.as_str()),
             _ => None,
         })
     }

@@ -234,6 +234,10 @@ pub struct ToolSection {
     /// Settings the tool reads (e.g. the search provider), by key.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// Programs the tool may run as confined host processes: names looked
+    /// up on `PATH` when the tool is bound, or absolute paths.
+    #[serde(default, deserialize_with = "programs")]
+    pub exec: Vec<String>,
     /// Overrides the default memory limit.
     #[serde(default, deserialize_with = "memory")]
     pub memory: Option<u64>,
@@ -394,7 +398,10 @@ impl ToolSection {
                 key: key.clone(),
                 value: value.clone(),
             });
-        env.chain(net).chain(secrets).chain(settings)
+        let exec = self.exec.iter().map(|program| Capability::Exec {
+            program: program.clone(),
+        });
+        env.chain(net).chain(secrets).chain(settings).chain(exec)
     }
 
     /// What is wrong with its secrets and settings, if anything.
@@ -522,4 +529,23 @@ fn env_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         check_env_name(name).map_err(D::Error::custom)?;
     }
     Ok(v)
+}
+
+fn programs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    let mut out: Vec<String> = Vec::new();
+    for p in v {
+        let bare = !p.is_empty() && !p.contains('/') && p != "." && p != "..";
+        let absolute = p.starts_with('/') && !p.ends_with('/');
+        if p.contains('\0') || !(bare || absolute) {
+            return Err(D::Error::custom(format!(
+                "exec entry `{}` is neither a program name (looked up on PATH, like \"cargo\") nor an absolute path (like \"/usr/bin/python3\")",
+                crate::inert::inert(&p)
+            )));
+        }
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
 }

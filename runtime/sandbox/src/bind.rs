@@ -12,6 +12,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::granted::GrantedDirs;
 use crate::secrets::Secrets;
+use crate::process::ExecPlan;
 use crate::wasi::mounts;
 
 /// What a call of a bound tool is made from.
@@ -30,6 +31,8 @@ pub(crate) struct Prepared {
     pub(crate) secrets: Arc<Secrets>,
     /// The workspace, when granted: the guest's initial working directory.
     pub(crate) initial_cwd: Option<String>,
+    /// How the tool's granted programs run (`warden:tool/process`).
+    pub(crate) exec: Arc<ExecPlan>,
 }
 
 /// Prepares the calls of a tool with `grants`. Each granted directory is
@@ -60,10 +63,12 @@ pub(crate) fn prepare(
     }
     let mut ctx = b.build();
     let preopens = std::mem::take(ctx.filesystem());
-    let mut env: Vec<(String, String)> = grants
+    let granted_env: Vec<(String, String)> = grants
         .env()
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
         .collect();
+    let exec = Arc::new(ExecPlan::new(grants, workspace, &granted_env));
+    let mut env = granted_env;
     for (key, value) in grants.settings() {
         env.push((
             format!("WARDEN_SETTING_{}", key.to_ascii_uppercase()),
@@ -81,5 +86,6 @@ pub(crate) fn prepare(
         allow: Arc::new(NetworkAllow::new(grants.hosts())),
         secrets: Arc::new(secrets),
         initial_cwd,
+        exec,
     })
 }

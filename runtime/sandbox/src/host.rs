@@ -137,6 +137,7 @@ impl ToolHost {
             .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
             .and_then(|()| add_bounded_timers(&mut linker))
             .and_then(|()| crate::extras::add_host_extras(&mut linker))
+            .and_then(|()| crate::process::add_process(&mut linker))
             .map_err(|e| Error::Link(format!("{e:#}")))?;
         let cache = CompileCache::new(&engine, config.cache);
         let workspace = config.workspace.canonicalize().unwrap_or(config.workspace);

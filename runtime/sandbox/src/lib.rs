@@ -39,6 +39,7 @@ mod granted;
 mod host;
 mod net;
 mod outcome;
+mod process;
 mod schema;
 mod secrets;
 mod send;

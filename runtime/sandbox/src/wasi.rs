@@ -30,6 +30,7 @@ pub(crate) struct CallState {
     pub(crate) clock: CallClock,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
+    pub(crate) exec: Arc<crate::process::ExecPlan>,
 }
 
 impl WasiHttpView for CallState {
@@ -248,5 +249,6 @@ pub(crate) fn call_state(
         clock,
         table,
         limiter: MemoryLimiter { budget },
+        exec: prepared.exec.clone(),
     }
 }

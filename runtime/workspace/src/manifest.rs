@@ -15,6 +15,7 @@ use warden_sandbox::ComponentSource;
 const COMPONENTS: &[(&str, &[u8])] = &[
     ("fs", include_bytes!(env!("WARDEN_BUILTIN_FS"))),
     ("fetch", include_bytes!(env!("WARDEN_BUILTIN_FETCH"))),
+    ("shell", include_bytes!(env!("WARDEN_BUILTIN_SHELL"))),
 ];
 
 /// Every built-in tool: name, component, baseline.
@@ -31,6 +32,9 @@ pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
     ("delete", "fs", Baseline::Workspace),
     ("fetch", "fetch", Baseline::Off),
     ("web_search", "fetch", Baseline::Off),
+    // Runs programs: off until warden.toml enables it and grants it `exec`
+    // (and so never in a workspace that was never trusted).
+    ("shell", "shell", Baseline::Off),
 ];
 
 /// The built-in components as sources to load.
@@ -83,14 +87,19 @@ mod tests {
         for t in host.tools() {
             let b = baseline(t.origin, &t.spec.name);
             // What looks is read-only; what the component says changes
-            // files gets write access (and so approval).
+            // files gets write access (and so approval), or nothing until
+            // warden.toml grants it (shell, fetch, web_search).
             if t.location == "builtin:fetch" {
                 // The web tools: off until named, then only what is granted.
                 assert_eq!(b, Baseline::Off, "{}", t.spec.name);
                 assert!(!t.spec.mutates, "{}", t.spec.name);
                 continue;
             }
-            assert_eq!(b == Baseline::Workspace, t.spec.mutates, "{}", t.spec.name);
+            if t.spec.mutates {
+                assert_ne!(b, Baseline::WorkspaceRead, "{}", t.spec.name);
+            } else {
+                assert_eq!(b, Baseline::WorkspaceRead, "{}", t.spec.name);
+            }
         }
     }
 

@@ -109,7 +109,13 @@ impl McpTools {
     }
 
     fn start_one(&mut self, server: McpServer, root: &Path) -> Result<(), String> {
-        let mut process = warden_confine::spawn(&spec(&server, root)?, false)
+        // Started from the servers' runtime thread, which lives as long as
+        // they do: the confinement helper dies with the thread that
+        // started it.
+        let spec = spec(&server, root)?;
+        let mut process = self
+            .wait(async move { warden_confine::spawn(&spec, false) })
+            .ok_or("warden is stopping")?
             .map_err(|e| e.to_string())?;
         let pipes = process.take_stdout().zip(process.take_stdin());
         let (stdout, stdin) = pipes.ok_or("its standard input and output are not pipes")?;

@@ -285,6 +285,7 @@ impl ToolRunner for SandboxRunner {
                     // What can change state runs alone, in order: what the
                     // component says, or what its grants allow.
                     mutates: spec.mutates || t.grants().needs_approval(),
+                    programs: t.grants().programs().map(str::to_string).collect(),
                 }
             })
             .chain(mcp)

@@ -34,6 +34,7 @@ impl ToolRunner for Fifty {
                     }),
                 },
                 mutates: i % 2 == 0,
+                programs: Vec::new(),
             })
             .collect()
     }

@@ -304,6 +304,19 @@ fn main() {
         verdict(own <= Duration::from_millis(1))
     );
 
+    println!();
+    println!("exec: `true` as a confined process (median of 30)");
+    let (confined, unconfined) = exec_true();
+    println!(
+        "  spawn /bin/true, unconfined {:>11}   (baseline)",
+        us(unconfined)
+    );
+    println!(
+        "  confined /bin/true         {:>12}   ({:.1}x baseline: helper, namespaces, Landlock, init)",
+        us(confined),
+        ratio(confined, unconfined)
+    );
+
     web::run();
 
     authoring::run();
@@ -345,4 +358,27 @@ fn main() {
 
 fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64()
+}
+
+/// A confined `true` (warden re-executed as the helper) and a plain spawn
+/// of `true`, interleaved so that a noisy moment hits both alike.
+fn exec_true() -> (Duration, Duration) {
+    warden_confine::set_helper(warden_bin());
+    let program = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("a `true` program");
+    let spec = warden_confine::Spec::new(program, "/");
+    let done = warden_confine::run(&spec).expect("confinement available for the benchmark");
+    assert_eq!(done.status, warden_confine::Status::Exited(0));
+    let (mut c, mut u) = (Vec::new(), Vec::new());
+    for _ in 0..30 {
+        let t = Instant::now();
+        warden_confine::run(&spec).unwrap();
+        c.push(t.elapsed());
+        let t = Instant::now();
+        spawn(&mut Command::new(program));
+        u.push(t.elapsed());
+    }
+    (median(c), median(u))
 }

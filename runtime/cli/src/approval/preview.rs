@@ -45,6 +45,17 @@ pub fn preview(tool: &str, args: &Value, dirs: &GrantedDirs, fancy: bool) -> Str
         ("move" | "copy", _, Some(from), Some(to)) => {
             transfer(tool, from, to, flag("overwrite"), dirs)
         }
+        // The command line itself, each line shown inert.
+        ("shell", _, _, _) if s("command").is_some() => {
+            let mut out = String::new();
+            for line in s("command").unwrap_or("").lines() {
+                out.push_str(&format!("  $ {}\n", inert(line)));
+            }
+            if let Some(dir) = s("workdir") {
+                out.push_str(&format!("  in {}\n", inert(dir)));
+            }
+            out
+        }
         _ => format!(
             "  {}\n",
             inert_text(&serde_json::to_string_pretty(args).unwrap_or_default())

@@ -348,3 +348,36 @@ fn a_secret_is_a_capability_with_its_source_hosts_and_way_but_no_value() {
         "{e}"
     );
 }
+
+#[test]
+fn exec_grants_programs_by_name_or_absolute_path_and_needs_approval() {
+    let d = ws();
+    let p = parse(
+        "[tools.shell]\nexec = [\"sh\", \"/usr/bin/python3\", \"sh\"]\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("shell", Baseline::Off).unwrap();
+    assert_eq!(
+        g.programs().collect::<Vec<_>>(),
+        vec!["sh", "/usr/bin/python3"]
+    );
+    assert!(g.needs_approval());
+    assert_eq!(g.summary(Path::new("/")), "exec:sh,/usr/bin/python3");
+    assert_eq!(
+        g.caps.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        vec!["exec sh", "exec /usr/bin/python3"]
+    );
+    for bad in [
+        r#""""#,
+        r#""./sh""#,
+        r#""bin/sh""#,
+        r#""/usr/bin/""#,
+        r#""..""#,
+        r#""sh\u0000x""#,
+    ] {
+        let text = format!("[tools.shell]\nexec = [{bad}]\n");
+        let e = parse(&text, d.path()).unwrap_err().to_string();
+        assert!(e.contains("neither a program name"), "{bad:?}: {e}");
+    }
+}

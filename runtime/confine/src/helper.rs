@@ -1,0 +1,453 @@
+//! The confinement helper: warden re-executed as `warden __confine SPEC`.
+//!
+//! ```text
+//! warden ──spawn──► helper (host namespaces; writes the id maps, relays the status)
+//!                     └─clone(NEWUSER|NEWPID[|NEWNET])─► init (PID 1 of the run)
+//!                                                         └─fork─► the program
+//! ```
+//!
+//! The init sets the rlimits, restricts itself with Landlock (inherited by
+//! everything it starts), reports on stdout that confinement is in force,
+//! then starts the program and reaps every orphan until the program ends.
+//! When the init ends, the kernel kills everything else in its PID
+//! namespace, so nothing the program started outlives it, whatever it did
+//! (`setsid`, double fork, `nohup`). The init dies with the helper
+//! (`PR_SET_PDEATHSIG`), and the helper with warden, so killing the helper
+//! (timeout, drop) ends the whole run.
+//!
+//! Process count: `RLIMIT_NPROC` counts per user and user namespace, so a
+//! run starts from zero; but the kernel never enforces it for the host's
+//! root. When warden runs as root, the run is therefore also put in a
+//! cgroup of its own under the `pids` controller, with `pids.max`; without
+//! one, nothing runs.
+//!
+//! This is the one module of the crate with `unsafe`: `clone` and `fork`.
+//! Both are called from the helper, a fresh single-threaded process.
+
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use landlock::{
+    ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sched::CloneFlags;
+use nix::sys::resource::{Resource, setrlimit};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, raise, sigaction, signal};
+use nix::sys::wait::{WaitStatus, wait, waitpid};
+use nix::unistd::{ForkResult, Pid, chdir, execve, fork, getgid, getppid, getuid, pipe2};
+
+use crate::spec::Spec;
+
+/// The argument that makes warden run as the helper.
+pub const HELPER_ARG: &str = "__confine";
+
+/// The Landlock ABI whose rights are asked for; older kernels enforce
+/// what they know (at least ABI 1: files), newer ones are not needed.
+const LANDLOCK_ABI: ABI = ABI::V6;
+
+/// Prefix of the helper's report line on stdout, before the program runs.
+pub(crate) const REPORT: &str = "\0warden-confine ";
+
+/// System directories every run may read and execute from.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+
+/// What programs need from `/etc` (the loader cache, user and host names,
+/// certificates, time zone, alternatives), and nothing else of it.
+const ETC: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/alternatives",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/gitconfig",
+    "/etc/inputrc",
+];
+
+/// Devices every run may read and write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// The init's pid, once cloned, for [`on_term`].
+static INIT_PID: AtomicI32 = AtomicI32::new(0);
+/// Whether warden asked the run to stop before the init existed.
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+
+/// `SIGTERM` from warden: kill the init, whose death ends the PID
+/// namespace; the helper then reaps it and exits only once every process
+/// of the run is gone, so warden's wait for the helper is a wait for all.
+extern "C" fn on_term(_: std::ffi::c_int) {
+    TERMINATED.store(true, Ordering::SeqCst);
+    let pid = INIT_PID.load(Ordering::SeqCst);
+    if pid > 0 {
+        // kill(2) is async-signal-safe.
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Runs the helper: `args` are what follows [`HELPER_ARG`] (the parent's
+/// pid, the spec as JSON). Never returns.
+pub fn helper_main(args: &[String]) -> ! {
+    let code = match helper(args) {
+        Ok(code) => code,
+        Err(report_line) => {
+            report(&report_line);
+            125
+        }
+    };
+    std::process::exit(code)
+}
+
+fn report(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(format!("{REPORT}{line}\n").as_bytes());
+    let _ = out.flush();
+}
+
+fn helper(args: &[String]) -> Result<i32, String> {
+    let [parent, spec] = args else {
+        return Err("setup helper arguments: expected PARENT SPEC".to_string());
+    };
+    // Die with warden; and if warden is already gone, do not start.
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    if parent.parse::<i32>().ok() != Some(getppid().as_raw()) {
+        return Ok(125);
+    }
+    let spec: Spec =
+        serde_json::from_str(spec).map_err(|e| format!("setup bad spec from warden: {e}"))?;
+    let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
+    let term = SigAction::new(
+        SigHandler::Handler(on_term),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only loads and stores atomics and calls kill(2),
+    // all async-signal-safe.
+    unsafe { sigaction(Signal::SIGTERM, &term) }
+        .map_err(|e| format!("setup signal handler: {e}"))?;
+
+    let (go_r, go_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
+    let (st_r, st_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
+    let root = getuid().is_root();
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID;
+    if !spec.network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    let cgroup = if root {
+        Some(pids_cgroup(spec.processes)?)
+    } else {
+        None
+    };
+    let mut stack = vec![0u8; 1 << 20];
+    let init = Box::new(|| init(&spec, &go_r, &st_w));
+    // SAFETY: the helper is single-threaded (it is warden's `main` before
+    // anything else runs), so the child, a copy of it, holds no lock
+    // another thread was holding; the stack outlives the call in the
+    // parent and is the child's own copy in the child.
+    let child = unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) }
+        .map_err(|e| format!("unavailable cannot create user, PID and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"))?;
+    INIT_PID.store(child.as_raw(), Ordering::SeqCst);
+    if TERMINATED.load(Ordering::SeqCst) {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+    }
+    drop(go_r);
+    drop(st_w);
+    if let Err(e) = map_ids(child) {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        return Err(format!(
+            "unavailable cannot map user ids into the new user namespace: {e}"
+        ));
+    }
+    if let Some(cgroup) = &cgroup
+        && let Err(e) = std::fs::write(cgroup.join("cgroup.procs"), child.to_string())
+    {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        let _ = std::fs::remove_dir(cgroup);
+        return Err(format!(
+            "unavailable cannot enter the process-count cgroup {}: {e}",
+            cgroup.display()
+        ));
+    }
+    let _ = nix::unistd::write(&go_w, b"1");
+    drop(go_w);
+
+    let mut status = String::new();
+    let _ = std::fs::File::from(st_r).read_to_string(&mut status);
+    let init_status = loop {
+        match waitpid(child, None) {
+            Err(Errno::EINTR) => continue,
+            other => break other,
+        }
+    };
+    if let Some(cgroup) = &cgroup {
+        // Empty now: the PID namespace died with its init.
+        let _ = std::fs::remove_dir(cgroup);
+    }
+    if let Some(sig) = status
+        .strip_prefix("s ")
+        .and_then(|s| s.parse::<i32>().ok())
+    {
+        if let Ok(sig) = Signal::try_from(sig) {
+            // SAFETY: restoring the default action of a signal is always sound.
+            let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+            let _ = raise(sig);
+        }
+        return Ok(128 + sig);
+    }
+    if let Some(code) = status
+        .strip_prefix("e ")
+        .and_then(|s| s.parse::<i32>().ok())
+    {
+        return Ok(code);
+    }
+    Ok(match init_status {
+        Ok(WaitStatus::Exited(_, code)) => code,
+        _ => 125,
+    })
+}
+
+/// Maps the user's own ids to root inside the namespace: files are
+/// created as the user, who has no more rights than outside.
+fn map_ids(child: Pid) -> std::io::Result<()> {
+    let proc = format!("/proc/{child}");
+    std::fs::write(format!("{proc}/setgroups"), "deny")?;
+    let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
+    std::fs::write(format!("{proc}/uid_map"), format!("0 {uid} 1\n"))?;
+    std::fs::write(format!("{proc}/gid_map"), format!("0 {gid} 1\n"))
+}
+
+/// The `pids` cgroup (v1) a helper with pid `helper` puts its run in,
+/// beside warden's own: `/sys/fs/cgroup/pids/<warden's>/warden-confine-<pid>`.
+pub(crate) fn pids_cgroup_dir(helper: u32) -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "pids")
+            .then(|| path.to_string())
+    })?;
+    let dir = Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/'));
+    dir.join("cgroup.procs")
+        .exists()
+        .then(|| dir.join(format!("warden-confine-{helper}")))
+}
+
+/// Creates this helper's `pids` cgroup with `pids.max` = `processes`.
+fn pids_cgroup(processes: u64) -> Result<std::path::PathBuf, String> {
+    let dir = pids_cgroup_dir(std::process::id()).ok_or_else(|| {
+        "unavailable a process-count limit: warden runs as root, for whom the kernel ignores RLIMIT_NPROC, and no cgroup v1 `pids` controller is mounted at /sys/fs/cgroup/pids (run warden as an ordinary user)".to_string()
+    })?;
+    let setup = || -> std::io::Result<()> {
+        std::fs::create_dir(&dir)?;
+        std::fs::write(dir.join("pids.max"), processes.to_string())
+    };
+    setup().map_err(|e| {
+        let _ = std::fs::remove_dir(&dir);
+        format!(
+            "unavailable a process-count limit: cannot create the cgroup {}: {e}",
+            dir.display()
+        )
+    })?;
+    Ok(dir)
+}
+
+/// PID 1 of the run. Returns its exit code (the helper reads the program's
+/// status from `status`).
+fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // SAFETY: restoring the default action of a signal is always sound.
+    let _ = unsafe { signal(Signal::SIGTERM, SigHandler::SigDfl) };
+    let mut b = [0u8; 1];
+    if nix::unistd::read(go, &mut b) != Ok(1) {
+        return 125; // the helper died or could not map the ids
+    }
+    match confine(spec) {
+        Ok(mechanism) => report(&format!("ok {mechanism}")),
+        Err(line) => {
+            report(&line);
+            return 125;
+        }
+    }
+    let program = cstring(spec.program.as_os_str().as_bytes());
+    let mut argv = vec![program.clone()];
+    argv.extend(spec.args.iter().map(|a| cstring(a.as_bytes())));
+    let envp: Vec<CString> = spec
+        .env
+        .iter()
+        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
+        .collect();
+    // SAFETY: the init is single-threaded (a clone of the single-threaded
+    // helper), so the child may allocate and run anything.
+    let child = match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            let e = execve(&program, &argv, &envp).unwrap_err();
+            let _ = writeln!(
+                std::io::stderr(),
+                "cannot run {}: {e}",
+                spec.program.display()
+            );
+            std::process::exit(127);
+        }
+        Ok(ForkResult::Parent { child }) => child,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "cannot start the program: {e}");
+            let _ = nix::unistd::write(status, b"e 126");
+            return 126;
+        }
+    };
+    // Reap every orphan until the program itself ends.
+    let line = loop {
+        match wait() {
+            Ok(WaitStatus::Exited(pid, code)) if pid == child => break format!("e {code}"),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                break format!("s {}", sig as i32);
+            }
+            Err(Errno::ECHILD) => break "e 126".to_string(),
+            _ => continue,
+        }
+    };
+    let _ = nix::unistd::write(status, line.as_bytes());
+    0
+}
+
+fn cstring(bytes: &[u8]) -> CString {
+    // Spec strings come from Rust strings and paths: a NUL inside is cut there.
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    CString::new(&bytes[..end]).expect("no NUL left")
+}
+
+/// Limits, ids, the working directory and Landlock, in the init (and so
+/// in everything it starts). Returns the mechanism's description, or the
+/// report line of what failed.
+fn confine(spec: &Spec) -> Result<String, String> {
+    let processes = spec.processes.max(2);
+    setrlimit(Resource::RLIMIT_NPROC, processes, processes)
+        .map_err(|e| format!("setup cannot limit processes: {e}"))?;
+    setrlimit(Resource::RLIMIT_DATA, spec.memory, spec.memory)
+        .map_err(|e| format!("setup cannot limit memory: {e}"))?;
+    chdir(&spec.cwd).map_err(|e| {
+        format!(
+            "setup cannot enter the working directory {}: {e}",
+            spec.cwd.display()
+        )
+    })?;
+    let abi = landlock(spec)?;
+    let net = if spec.network {
+        "the host network (granted)"
+    } else {
+        "an empty network namespace"
+    };
+    Ok(format!(
+        "Landlock {abi} (files) + user and PID namespaces (no process outlives the call) + {net} + rlimits (processes, memory)"
+    ))
+}
+
+fn landlock(spec: &Spec) -> Result<String, String> {
+    let abi = LANDLOCK_ABI;
+    let unavailable = |e: &dyn std::fmt::Display| format!("unavailable Landlock: {e}");
+    let mut rules = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(|e| unavailable(&e))?
+        .scope(Scope::from_all(abi))
+        .map_err(|e| unavailable(&e))?
+        .create()
+        .map_err(|e| unavailable(&e))?;
+    let read = AccessFs::from_read(abi);
+    let file_read = read & AccessFs::from_file(abi);
+    let device =
+        (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate) & AccessFs::from_file(abi);
+    let mut system: Vec<(&Path, bool)> = SYSTEM_DIRS
+        .iter()
+        .chain(ETC)
+        .map(|p| (Path::new(*p), false))
+        .collect();
+    let python_etc = python_etc();
+    system.extend(python_etc.iter().map(|p| (p.as_path(), false)));
+    system.extend(DEVICES.iter().map(|p| (Path::new(*p), true)));
+    for (path, device_rw) in system {
+        // What this system lacks is simply not there.
+        let Ok(fd) = PathFd::new(path) else { continue };
+        let access = match (device_rw, path.is_dir()) {
+            (true, _) => device,
+            (false, true) => read,
+            (false, false) => file_read,
+        };
+        rules = rules
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| unavailable(&e))?;
+    }
+    for (dirs, access) in [(&spec.read, read), (&spec.write, AccessFs::from_all(abi))] {
+        for dir in dirs {
+            let fd = PathFd::new(dir).map_err(|e| {
+                format!(
+                    "setup cannot open the granted directory {}: {e}",
+                    dir.display()
+                )
+            })?;
+            rules = rules
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| unavailable(&e))?;
+        }
+    }
+    let status = rules.restrict_self().map_err(|e| unavailable(&e))?;
+    match (status.ruleset, status.landlock) {
+        (RulesetStatus::NotEnforced, LandlockStatus::NotEnabled) => {
+            Err("unavailable Landlock is built into this kernel but not enabled (add `landlock` to the `lsm=` boot parameter)".to_string())
+        }
+        (RulesetStatus::NotEnforced, _) => Err(
+            "unavailable Landlock is not supported by this kernel (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK)"
+                .to_string(),
+        ),
+        (_, LandlockStatus::Available { effective_abi, kernel_abi }) => {
+            let kernel = kernel_abi.unwrap_or(effective_abi as i32);
+            Ok(format!("ABI {kernel}"))
+        }
+        (_, _) => Ok("(ABI unknown)".to_string()),
+    }
+}
+
+/// `/etc/python3*`, where Debian keeps `sitecustomize.py`.
+fn python_etc() -> Vec<std::path::PathBuf> {
+    let Ok(dir) = std::fs::read_dir("/etc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|e| e.file_name().as_bytes().starts_with(b"python"))
+        .map(|e| e.path())
+        .collect()
+}

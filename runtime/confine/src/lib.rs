@@ -1,0 +1,42 @@
+//! Host processes confined by the kernel, with the same grants as a tool.
+//!
+//! A run sees only the directories it is given (read-only or read-write)
+//! plus the system's program and library directories, read-only: Linux
+//! Landlock enforces it on every open, whatever the path. It has no network
+//! unless granted (an empty network namespace), a process-count and a
+//! memory limit, a wall-clock timeout, no stdin, and exactly the
+//! environment given. It runs as PID 1's child in its own PID namespace,
+//! so nothing it starts survives it, `setsid` and double forks included.
+//! Where the kernel cannot do this, nothing runs: the error says what is
+//! missing.
+//!
+//! The confinement is set up by warden itself, re-executed as a small
+//! helper (`warden __confine`): the binary must call [`helper_main`] first
+//! thing in `main` when its first argument is [`HELPER_ARG`].
+//!
+//! ```no_run
+//! use warden_confine::{Spec, run};
+//!
+//! let mut spec = Spec::new("/usr/bin/sh", "/home/u/project");
+//! spec.args = vec!["-c".into(), "cargo test --offline".into()];
+//! spec.write = vec!["/home/u/project".into()];
+//! let done = run(&spec).unwrap();
+//! println!("{}: {}", done.status, done.stdout);
+//! ```
+
+mod capture;
+#[cfg(target_os = "linux")]
+mod helper;
+#[cfg(target_os = "linux")]
+mod run;
+mod spec;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+
+#[cfg(target_os = "linux")]
+pub use helper::{HELPER_ARG, helper_main};
+#[cfg(target_os = "linux")]
+pub use run::{Confined, probe, run, set_helper, spawn};
+pub use spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::{HELPER_ARG, helper_main, probe, run, set_helper};

@@ -1,0 +1,293 @@
+//! warden's side: start the helper, read its report, collect the output,
+//! enforce the wall-clock limit, and kill the whole run when it is over.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+
+use crate::capture::Capture;
+use crate::helper::{HELPER_ARG, REPORT};
+use crate::spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
+
+static HELPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Sets the executable that runs the helper (it must call
+/// [`helper_main`](crate::helper_main) when its first argument is
+/// [`HELPER_ARG`]). Default: the running executable. Only the first call
+/// counts.
+pub fn set_helper(path: PathBuf) {
+    let _ = HELPER.set(path);
+}
+
+fn helper_path() -> Result<PathBuf> {
+    if let Some(p) = HELPER.get() {
+        return Ok(p.clone());
+    }
+    std::env::current_exe().map_err(|source| Error::Io {
+        context: "cannot find warden's own executable to start the confinement helper".into(),
+        source,
+    })
+}
+
+fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
+    let json = serde_json::to_string(spec).expect("a spec always serializes");
+    Command::new(helper_path()?)
+        .arg(HELPER_ARG)
+        .arg(std::process::id().to_string())
+        .arg(json)
+        .env_clear()
+        .current_dir("/")
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|source| Error::Io {
+            context: "cannot start the confinement helper".into(),
+            source,
+        })
+}
+
+/// Reads the helper's report line, byte by byte so that nothing of the
+/// program's own output is taken with it.
+fn read_report(stdout: &mut ChildStdout) -> Option<String> {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while line.len() < 4096 {
+        match stdout.read(&mut b) {
+            Ok(1) if b[0] == b'\n' => break,
+            Ok(1) => line.push(b[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => return None,
+        }
+    }
+    String::from_utf8_lossy(&line)
+        .strip_prefix(REPORT)
+        .map(str::to_string)
+}
+
+/// The report as the mechanism, or the error it names.
+fn check_report(report: Option<String>, ended: impl FnOnce() -> String) -> Result<Mechanism> {
+    let Some(report) = report else {
+        return Err(Error::Setup(format!(
+            "the confinement helper ended before confining anything ({}); is the helper warden itself?",
+            ended()
+        )));
+    };
+    let (kind, text) = report.split_once(' ').unwrap_or((report.as_str(), ""));
+    match kind {
+        "ok" => Ok(Mechanism(text.to_string())),
+        "unavailable" => Err(Unavailable {
+            missing: text.to_string(),
+        }
+        .into()),
+        _ => Err(Error::Setup(text.to_string())),
+    }
+}
+
+fn status_of(s: ExitStatus) -> Status {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => Status::Exited(c),
+        (None, Some(sig)) => Status::Signaled(sig),
+        (None, None) => Status::Exited(-1),
+    }
+}
+
+/// Runs `spec` to its end or its timeout, confined, stdin `/dev/null`.
+/// When it returns, no process of the run exists any more.
+pub fn run(spec: &Spec) -> Result<Finished> {
+    run_reporting(spec).map(|(f, _)| f)
+}
+
+pub(crate) fn run_reporting(spec: &Spec) -> Result<(Finished, Mechanism)> {
+    let mut child = start(spec, Stdio::null(), Stdio::piped())?;
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let cap = spec.output;
+    let (report_tx, report_rx) = mpsc::channel();
+    let out = thread::spawn(move || {
+        let report = read_report(&mut stdout);
+        let _ = report_tx.send(report);
+        Capture::read_all(stdout, cap)
+    });
+    let err = thread::spawn(move || Capture::read_all(stderr, cap));
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pids fit in i32"));
+    let (done_rx, waiter) = watch(pid);
+    let timed_out = match done_rx.recv_timeout(spec.timeout) {
+        Ok(()) | Err(RecvTimeoutError::Disconnected) => false,
+        Err(RecvTimeoutError::Timeout) => {
+            stop(pid, &done_rx);
+            true
+        }
+    };
+    let exit = child.wait().map_err(|source| Error::Io {
+        context: "cannot wait for the confinement helper".into(),
+        source,
+    })?;
+    let _ = waiter.join();
+    if let Some(cgroup) = crate::helper::pids_cgroup_dir(child.id()) {
+        // Left behind when the helper was killed (timeout); empty by now.
+        let _ = std::fs::remove_dir(cgroup);
+    }
+    let (stdout, out_cut) = out.join().expect("reader thread").finish();
+    let (stderr, err_cut) = err.join().expect("reader thread").finish();
+    let report = report_rx.try_recv().ok().flatten();
+    let mechanism = check_report(report, || format!("{}: {}", status_of(exit), stderr.trim()))?;
+    let mut limits = Vec::new();
+    if timed_out {
+        limits.push(Limit::Timeout);
+    }
+    if out_cut || err_cut {
+        limits.push(Limit::Output);
+    }
+    Ok((
+        Finished {
+            status: status_of(exit),
+            stdout,
+            stderr,
+            timed_out,
+            limits,
+        },
+        mechanism,
+    ))
+}
+
+/// How long the helper gets to take the run down before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends a run: the helper kills its init and exits once the whole PID
+/// namespace is gone (`done` says it exited). Should it not, it is killed;
+/// its death still kills the init (parent-death signal), only without the
+/// wait.
+fn stop(helper: Pid, done: &mpsc::Receiver<()>) {
+    let _ = kill(helper, Signal::SIGTERM);
+    if done.recv_timeout(STOP_GRACE).is_err() {
+        let _ = kill(helper, Signal::SIGKILL);
+    }
+}
+
+/// Waits in a thread for `pid` to end, without reaping it (so that only
+/// its owner reaps, and the pid cannot be reused before a kill).
+fn watch(pid: Pid) -> (mpsc::Receiver<()>, thread::JoinHandle<()>) {
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = thread::spawn(move || {
+        while let Err(nix::errno::Errno::EINTR) =
+            waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+        {}
+        let _ = done_tx.send(());
+    });
+    (done_rx, waiter)
+}
+
+/// A long-lived confined process (an MCP server over stdio). Dropping it
+/// kills it and everything it started.
+#[derive(Debug)]
+pub struct Confined {
+    child: Child,
+    mechanism: Mechanism,
+}
+
+/// Starts `spec` confined as [`run`] does, with piped stdin and stdout
+/// (and stderr when `keep_stderr`, else discarded), and no timeout: it
+/// runs until [`Confined::kill`], drop, or warden's exit.
+///
+/// The helper dies with the thread that spawned it (`PR_SET_PDEATHSIG`
+/// follows threads): call this from a thread that lives as long as the
+/// process should.
+pub fn spawn(spec: &Spec, keep_stderr: bool) -> Result<Confined> {
+    let stderr = if keep_stderr {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let mut child = start(spec, Stdio::piped(), stderr)?;
+    let report = read_report(child.stdout.as_mut().expect("stdout is piped"));
+    let mechanism = match check_report(report, || "see its stderr".to_string()) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    Ok(Confined { child, mechanism })
+}
+
+impl Confined {
+    /// The confinement in force.
+    pub fn mechanism(&self) -> &Mechanism {
+        &self.mechanism
+    }
+    /// Its stdin, once.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+    /// Its stdout, once.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+    /// Its stderr, once (when kept).
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+    /// Whether it has ended, without waiting.
+    pub fn try_wait(&mut self) -> Option<Status> {
+        self.child.try_wait().ok().flatten().map(status_of)
+    }
+    /// Kills it and every process it started, and waits for that.
+    pub fn kill(&mut self) -> Status {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let pid = Pid::from_raw(i32::try_from(self.child.id()).expect("pids fit in i32"));
+            let (done, waiter) = watch(pid);
+            stop(pid, &done);
+            let status = self.child.wait();
+            let _ = waiter.join();
+            if let Some(cgroup) = crate::helper::pids_cgroup_dir(self.child.id()) {
+                let _ = std::fs::remove_dir(cgroup);
+            }
+            return status.map_or(Status::Signaled(Signal::SIGKILL as i32), status_of);
+        }
+        let status = self
+            .child
+            .wait()
+            .map_or(Status::Signaled(Signal::SIGKILL as i32), status_of);
+        if let Some(cgroup) = crate::helper::pids_cgroup_dir(self.child.id()) {
+            let _ = std::fs::remove_dir(cgroup);
+        }
+        status
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// What confinement a run gets here: it confines `true` and reports what
+/// was in force, or exactly what is missing.
+pub fn probe() -> Result<Mechanism, Unavailable> {
+    let program = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .ok_or_else(|| Unavailable {
+            missing: "no `true` program in /usr/bin or /bin to test confinement with".into(),
+        })?;
+    let mut spec = Spec::new(program, "/");
+    spec.timeout = std::time::Duration::from_secs(10);
+    match run_reporting(&spec) {
+        Ok((_, m)) => Ok(m),
+        Err(Error::Unavailable(u)) => Err(u),
+        Err(e) => Err(Unavailable {
+            missing: e.to_string(),
+        }),
+    }
+}

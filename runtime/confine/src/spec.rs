@@ -1,0 +1,139 @@
+//! What to run and under which limits; what came back.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One program to run confined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// Arguments after the program name (`argv[1..]`).
+    pub args: Vec<String>,
+    /// Working directory; it must lie inside a grant to be usable.
+    pub cwd: PathBuf,
+    /// The whole environment, exactly: nothing of warden's is inherited.
+    pub env: Vec<(String, String)>,
+    /// Directories the process may read (and execute from).
+    pub read: Vec<PathBuf>,
+    /// Directories the process may read and write.
+    pub write: Vec<PathBuf>,
+    /// Whether the process shares the host's network; otherwise it gets an
+    /// empty network namespace (no interface but a down loopback).
+    pub network: bool,
+    /// Wall-clock limit of the whole run, descendants included.
+    pub timeout: Duration,
+    /// Data memory (heap and private writable mappings) of each process,
+    /// in bytes (`RLIMIT_DATA`).
+    pub memory: u64,
+    /// Processes (and threads) the run may hold at once.
+    pub processes: u64,
+    /// Bytes of stdout and of stderr kept each: the head and the tail.
+    pub output: usize,
+}
+
+impl Spec {
+    /// A spec for `program` with no grants, no network and default limits:
+    /// 30 s, 1 GiB per process, 256 processes, 64 KiB of output per stream.
+    pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Spec {
+        Spec {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            read: Vec::new(),
+            write: Vec::new(),
+            network: false,
+            timeout: Duration::from_secs(30),
+            memory: 1 << 30,
+            processes: 256,
+            output: 64 << 10,
+        }
+    }
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it (its number).
+    Signaled(i32),
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::Exited(c) => write!(f, "exit code {c}"),
+            Status::Signaled(s) => write!(f, "killed by signal {s}"),
+        }
+    }
+}
+
+/// A limit that ended or shortened the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The wall-clock limit: everything in the run was killed.
+    Timeout,
+    /// Output past the cap was elided from the middle.
+    Output,
+}
+
+/// The result of [`run`](crate::run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// How the program ended (after a timeout: killed).
+    pub status: Status,
+    /// Its standard output, the middle elided past the cap.
+    pub stdout: String,
+    /// Its standard error, the middle elided past the cap.
+    pub stderr: String,
+    /// Whether the wall-clock limit ended it.
+    pub timed_out: bool,
+    /// The limits it reached, in the order above.
+    pub limits: Vec<Limit>,
+}
+
+/// The confinement in force: what [`probe`](crate::probe) reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mechanism(pub String);
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why processes cannot be confined here: what the kernel lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("commands cannot be confined here: {missing}; warden never runs a command unconfined")]
+pub struct Unavailable {
+    /// What is missing, e.g. "Landlock is not enabled in this kernel".
+    pub missing: String,
+}
+
+/// Why a run did not happen or did not finish normally.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kernel cannot confine it; nothing was run.
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    /// Confinement was set up but the process could not start in it (a
+    /// granted directory or the working directory is missing).
+    #[error("{0}")]
+    Setup(String),
+    /// The confinement helper could not be started or read.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

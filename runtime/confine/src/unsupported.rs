@@ -1,0 +1,31 @@
+//! Elsewhere than Linux nothing can be confined as warden requires, so
+//! nothing runs.
+
+use crate::spec::{Error, Finished, Mechanism, Result, Spec, Unavailable};
+
+/// The argument that makes warden run as the helper (unused here).
+pub const HELPER_ARG: &str = "__confine";
+
+fn missing() -> Unavailable {
+    Unavailable {
+        missing: "confinement needs Linux (Landlock and user namespaces)".into(),
+    }
+}
+
+/// Never called elsewhere than Linux.
+pub fn helper_main(_args: &[String]) -> ! {
+    std::process::exit(125)
+}
+
+/// Refused: see [`probe`].
+pub fn run(_spec: &Spec) -> Result<Finished> {
+    Err(Error::Unavailable(missing()))
+}
+
+/// Says what is missing.
+pub fn probe() -> Result<Mechanism, Unavailable> {
+    Err(missing())
+}
+
+/// Nothing to set.
+pub fn set_helper(_path: std::path::PathBuf) {}

@@ -1,0 +1,271 @@
+//! `warden:tool/process`: a tool starts a program of its `exec` grant as a
+//! host process, confined by `warden-confine` to the same grants.
+//!
+//! What the process may reach is decided here from the tool's grants, once
+//! when it is bound ([`ExecPlan`]): its directories with their access, the
+//! network only with a `network` grant (all of it: a process cannot be held
+//! to a host list), the granted environment variables plus a `PATH` and a
+//! `HOME`/`TMPDIR` inside the grants (never warden's own environment),
+//! the call's memory and output limits. The program must be one the tool
+//! was granted; nothing is filtered by looking at its arguments.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warden_policy::Grants;
+use wasmtime::component::{HasData, Linker};
+
+use crate::clock::CallClock;
+use crate::wasi::CallState;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "warden:tool/host-process",
+    });
+}
+
+use bindings::warden::tool::process::{self, Command, ExecError, Finished};
+
+/// Processes (and threads) one run may hold at once.
+const PROCESSES: u64 = 512;
+
+/// Where a program is looked up when nothing else grants a `PATH`.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// What every `run` of a bound tool starts from.
+#[derive(Debug, Default)]
+pub(crate) struct ExecPlan {
+    /// Each granted program as granted, with its absolute path or why it
+    /// was not found when the tool was bound.
+    programs: Vec<(String, Result<PathBuf, String>)>,
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    network: bool,
+    env: Vec<(String, String)>,
+    workspace: PathBuf,
+    default_cwd: Option<PathBuf>,
+    memory: u64,
+    output: usize,
+    /// Why these grants cannot be enforced on a process, if they cannot.
+    unenforceable: Option<String>,
+}
+
+impl ExecPlan {
+    /// The plan of a tool with `grants`; `env` are the granted variables
+    /// with their values.
+    pub(crate) fn new(grants: &Grants, workspace: &Path, env: &[(String, String)]) -> ExecPlan {
+        let programs: Vec<(String, Result<PathBuf, String>)> = grants
+            .programs()
+            .map(|p| (p.to_string(), resolve(p)))
+            .collect();
+        let mut read = Vec::new();
+        let mut write = Vec::new();
+        for (dir, w) in grants.dirs() {
+            if w {
+                write.push(dir.to_path_buf());
+            } else {
+                read.push(dir.to_path_buf());
+            }
+        }
+        // Landlock adds up what each rule allows: a read-only directory
+        // inside a read-write one would be writable for a process. Refused,
+        // never run with more than granted.
+        let unenforceable = read.iter().find_map(|r| {
+            let outer = write.iter().find(|w| r.starts_with(w))?;
+            Some(format!(
+                "this tool's grants cannot be enforced on a process: the read-only directory {} lies inside the read-write directory {}, and the kernel (Landlock) cannot make it read-only there; grant directories that do not nest that way",
+                r.display(),
+                outer.display()
+            ))
+        });
+        // Each program itself is readable and executable, wherever it is.
+        read.extend(
+            programs
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok().cloned()),
+        );
+        let default_cwd = grants
+            .dirs()
+            .find(|(p, _)| *p == workspace)
+            .or_else(|| grants.dirs().next())
+            .map(|(p, _)| p.to_path_buf());
+        let mut path: Vec<String> = Vec::new();
+        for (_, r) in &programs {
+            if let Ok(p) = r
+                && let Some(dir) = p.parent().and_then(Path::to_str)
+                && !path.iter().any(|d| d == dir)
+            {
+                path.push(dir.to_string());
+            }
+        }
+        path.push(SYSTEM_PATH.to_string());
+        let mut all_env = vec![("PATH".to_string(), path.join(":"))];
+        if let Some(home) = write
+            .first()
+            .or(default_cwd.as_ref())
+            .and_then(|p| p.to_str())
+        {
+            all_env.push(("HOME".to_string(), home.to_string()));
+        }
+        if let Some(tmp) = write.first().and_then(|p| p.to_str()) {
+            all_env.push(("TMPDIR".to_string(), tmp.to_string()));
+        }
+        // A granted variable wins over these defaults.
+        all_env.retain(|(k, _)| !env.iter().any(|(g, _)| g == k));
+        all_env.extend(env.iter().cloned());
+        ExecPlan {
+            programs,
+            read,
+            write,
+            network: grants.hosts().next().is_some(),
+            env: all_env,
+            workspace: workspace.to_path_buf(),
+            default_cwd,
+            memory: grants.limits.memory,
+            output: usize::try_from(grants.limits.output).unwrap_or(usize::MAX),
+            unenforceable,
+        }
+    }
+
+    fn granted_list(&self) -> String {
+        let names: Vec<&str> = self.programs.iter().map(|(p, _)| p.as_str()).collect();
+        names.join(", ")
+    }
+
+    fn run(&self, cmd: Command, clock: &CallClock) -> Result<Finished, ExecError> {
+        if self.programs.is_empty() {
+            return Err(ExecError::Denied(format!(
+                "this tool may not run programs: `{}` is not granted (a tool runs a program only when `exec = [...]` in its [tools.NAME] section of warden.toml names it)",
+                cmd.program
+            )));
+        }
+        let Some((_, found)) = self.programs.iter().find(|(name, r)| {
+            *name == cmd.program
+                || r.as_ref()
+                    .is_ok_and(|p| p.as_os_str() == cmd.program.as_str())
+        }) else {
+            return Err(ExecError::Denied(format!(
+                "`{}` is not granted to this tool; it may run only: {}",
+                cmd.program,
+                self.granted_list()
+            )));
+        };
+        let program = found.clone().map_err(ExecError::Failed)?;
+        if let Some(why) = &self.unenforceable {
+            return Err(ExecError::Unavailable(why.clone()));
+        }
+        let cwd = match cmd.cwd.as_deref() {
+            None | Some("") | Some(".") => self.default_cwd.clone().ok_or_else(|| {
+                ExecError::Failed("this tool has no directory grant to run a program in".into())
+            })?,
+            Some(c) => self.workspace.join(c),
+        };
+        let cwd = cwd
+            .canonicalize()
+            .map_err(|e| ExecError::Failed(format!("working directory {}: {e}", cwd.display())))?;
+        if !self
+            .read
+            .iter()
+            .chain(&self.write)
+            .any(|d| cwd.starts_with(d))
+        {
+            return Err(ExecError::Failed(format!(
+                "working directory {} is outside this tool's directory grants",
+                cwd.display()
+            )));
+        }
+        // Leave the guest a moment to report a timeout before its own
+        // deadline stops the call.
+        let left = clock.deadline().saturating_duration_since(Instant::now());
+        let margin = (left / 10).min(Duration::from_secs(1));
+        let mut spec = warden_confine::Spec::new(program, cwd);
+        spec.args = cmd.args;
+        spec.env = self.env.clone();
+        spec.read = self.read.clone();
+        spec.write = self.write.clone();
+        spec.network = self.network;
+        spec.timeout = left.saturating_sub(margin);
+        spec.memory = self.memory;
+        spec.processes = PROCESSES;
+        spec.output = self.output;
+        match warden_confine::run(&spec) {
+            Ok(done) => {
+                let (exit_code, signal) = match done.status {
+                    warden_confine::Status::Exited(c) => (Some(c), None),
+                    warden_confine::Status::Signaled(s) => (None, Some(s)),
+                };
+                Ok(Finished {
+                    exit_code,
+                    signal,
+                    stdout: done.stdout,
+                    stderr: done.stderr,
+                    timed_out: done.timed_out,
+                    truncated: done.limits.contains(&warden_confine::Limit::Output),
+                })
+            }
+            Err(warden_confine::Error::Unavailable(u)) => {
+                Err(ExecError::Unavailable(u.to_string()))
+            }
+            Err(e) => Err(ExecError::Failed(e.to_string())),
+        }
+    }
+}
+
+/// A bare name on warden's `PATH`, or an absolute path; either must be an
+/// executable file.
+fn resolve(program: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.starts_with('/') {
+        let p = PathBuf::from(program);
+        return if executable(&p) {
+            Ok(p)
+        } else {
+            Err(format!(
+                "`{program}` is granted but is not an executable file"
+            ))
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(program))
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            format!("`{program}` is granted but was not found on PATH when warden started")
+        })
+}
+
+/// Adds `warden:tool/process` to the linker.
+pub(crate) fn add_process(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    process::add_to_linker::<CallState, Exec>(linker, |state| ExecRef {
+        plan: &state.exec,
+        clock: &state.clock,
+    })
+}
+
+struct Exec;
+
+impl HasData for Exec {
+    type Data<'a> = ExecRef<'a>;
+}
+
+pub(crate) struct ExecRef<'a> {
+    plan: &'a Arc<ExecPlan>,
+    clock: &'a CallClock,
+}
+
+impl process::Host for ExecRef<'_> {
+    fn granted(&mut self) -> Vec<String> {
+        self.plan.programs.iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    fn run(&mut self, cmd: Command) -> Result<Finished, ExecError> {
+        self.plan.run(cmd, self.clock)
+    }
+}

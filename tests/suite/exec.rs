@@ -1,0 +1,482 @@
+//! `exec`: programs run by tools as host processes, confined by the kernel
+//! to the tool's grants. Every escape is tried through the real `warden`
+//! binary and checked on the host afterwards.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use warden_tests::{Run, Sandbox, guests, run};
+
+/// A workspace whose `shell` may run `sh`, read the workspace and write
+/// only `out/`; `extra` lines are added to its section.
+fn shell_sandbox(extra: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.ws.join("out")).unwrap();
+    sb.policy(&format!(
+        "[tools.shell]\nexec = [\"sh\"]\nread = [\".\"]\nwrite = [\"out\"]\n{extra}\n"
+    ));
+    sb.trust();
+    sb
+}
+
+/// `warden tools call shell {"command": line}`.
+fn shell(sb: &Sandbox, line: &str) -> Run {
+    let args = serde_json::json!({ "command": line }).to_string();
+    run(sb.warden().args(["tools", "call", "shell", &args]))
+}
+
+/// A name no other test uses, for files and processes to look for.
+fn marker(tag: &str) -> String {
+    format!(
+        "warden-exec-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// Pids of the host processes running `sleep NEEDLE`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c == format!("sleep\0{needle}\0").as_bytes())
+        })
+        .collect()
+}
+
+/// The host still runs commands: a plain call works.
+fn host_still_works(sb: &Sandbox) {
+    let r = shell(sb, "echo alive");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("exit code: 0\n--- stdout ---\nalive\n"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_granted_shell_writes_only_inside_its_write_grants() {
+    let sb = shell_sandbox("");
+    let name = marker("write");
+    let tmp = PathBuf::from("/tmp").join(&name);
+    let real_home = PathBuf::from(std::env::var("HOME").unwrap()).join(&name);
+    let warden_home = sb.home.join(&name);
+    let sibling = sb.outside.join(&name);
+    let line = format!(
+        "echo x > {tmp}; echo x > {real_home}; echo x > {warden_home}; echo x > {sibling}; \
+         echo x > ../outside/{name}; echo changed > hello.txt; mkdir docs/new; \
+         echo made > out/made.txt",
+        tmp = tmp.display(),
+        real_home = real_home.display(),
+        warden_home = warden_home.display(),
+        sibling = sibling.display(),
+    );
+    let r = shell(&sb, &line);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for escaped in [&tmp, &real_home, &warden_home, &sibling] {
+        assert!(
+            !escaped.exists(),
+            "{} was written: {}",
+            escaped.display(),
+            r.stdout
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    assert!(!sb.ws.join("docs/new").exists());
+    // The write grant itself works, so the refusals above are the kernel's.
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("out/made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(r.stdout.contains("Permission denied"), "{}", r.stdout);
+}
+
+#[test]
+fn a_granted_shell_cannot_read_a_sibling_of_the_workspace() {
+    let sb = shell_sandbox("");
+    let r = shell(
+        &sb,
+        &format!(
+            "cat ../outside/secret.txt; cat {}/secret.txt; ls ..; cat hello.txt",
+            sb.outside.display()
+        ),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("top secret"), "{}", r.stdout);
+    assert!(r.stdout.contains("Permission denied"), "{}", r.stdout);
+    // What is granted is readable.
+    assert!(r.stdout.contains("hello\nworld\n"), "{}", r.stdout);
+}
+
+/// A loopback listener counts the connections `line` makes under `extra`.
+fn connections(extra: &str, line: impl Fn(u16) -> String) -> (usize, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sb = shell_sandbox(&extra.replace("PORT", &port.to_string()));
+    let r = shell(&sb, &line(port));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    listener.set_nonblocking(true).unwrap();
+    let mut n = 0;
+    while listener.accept().is_ok() {
+        n += 1;
+    }
+    (n, r.stdout)
+}
+
+#[test]
+fn without_a_network_grant_a_command_reaches_no_listener() {
+    let connect =
+        |port: u16| format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected");
+    let (n, out) = connections("", connect);
+    assert_eq!(n, 0, "{out}");
+    assert!(!out.contains("--- stdout ---\nconnected"), "{out}");
+    // With a network grant the same command connects: the count can fail.
+    let (n, out) = connections("network = [\"127.0.0.1:PORT\"]", connect);
+    assert_eq!(n, 1, "{out}");
+    assert!(out.contains("--- stdout ---\nconnected"), "{out}");
+}
+
+#[test]
+fn no_process_outlives_its_call() {
+    // The probe finds a process that is running, so it can fail.
+    let mut control = std::process::Command::new("sleep")
+        .arg("777000")
+        .spawn()
+        .unwrap();
+    assert_eq!(processes_with("777000"), vec![control.id()]);
+    control.kill().unwrap();
+    control.wait().unwrap();
+
+    let sb = shell_sandbox("");
+    let r = shell(
+        &sb,
+        "sleep 777001 & setsid sleep 777002 & nohup sleep 777003 >/dev/null 2>&1 & \
+         (sh -c 'sleep 777004 &' &) ; setsid sh -c 'sleep 777005 & sleep 777006' & \
+         sleep 0.2; echo started",
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("started"), "{}", r.stdout);
+    for n in 777001..=777006 {
+        assert_eq!(
+            processes_with(&n.to_string()),
+            Vec::<u32>::new(),
+            "sleep {n} survived"
+        );
+    }
+}
+
+#[test]
+fn a_fork_bomb_and_a_memory_bomb_end_and_the_host_still_works() {
+    let sb = shell_sandbox("timeout = \"5s\"\nmemory = \"64MiB\"");
+    let start = Instant::now();
+    let r = shell(&sb, "f() { f | f & }; f; sleep 1; echo bombed");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        r.stdout.contains("Cannot fork") || r.stdout.contains("timed out"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    host_still_works(&sb);
+
+    let start = Instant::now();
+    let r = shell(
+        &sb,
+        "awk 'BEGIN { s = \"x\"; while (1) s = s s }'; echo \"awk ended: $?\"",
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        r.stdout.contains("awk ended: ") || r.stdout.contains("timed out"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    host_still_works(&sb);
+}
+
+#[test]
+fn a_command_past_the_timeout_is_killed_spinning_or_sleeping() {
+    let sb = shell_sandbox("timeout = \"2s\"");
+    for line in [
+        "while :; do :; done",
+        "sleep 777100",
+        "sh -c 'sleep 777101 &'; while :; do :; done",
+    ] {
+        let start = Instant::now();
+        let r = shell(&sb, line);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(1500) && took < Duration::from_secs(10),
+            "{line}: {took:?}"
+        );
+        assert!(
+            r.stdout.contains("timed out") || r.stderr.contains("time limit"),
+            "{line}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    assert_eq!(processes_with("777100"), Vec::<u32>::new());
+    assert_eq!(processes_with("777101"), Vec::<u32>::new());
+    host_still_works(&sb);
+}
+
+#[test]
+fn a_command_sees_only_granted_variables_never_the_api_key() {
+    let sb = shell_sandbox("env = [\"GRANTED_VAR\"]");
+    let args = serde_json::json!({ "command": "env" }).to_string();
+    let r = run(sb
+        .warden()
+        .env("OPENAI_API_KEY", "sk-exec-must-not-see")
+        .env("GRANTED_VAR", "visible")
+        .env("OTHER_VAR", "hidden")
+        .args(["tools", "call", "shell", &args]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("sk-exec-must-not-see"), "{}", r.stdout);
+    assert!(!r.stdout.contains("OPENAI_API_KEY"), "{}", r.stdout);
+    assert!(!r.stdout.contains("hidden"), "{}", r.stdout);
+    assert!(r.stdout.contains("GRANTED_VAR=visible"), "{}", r.stdout);
+    // HOME and TMPDIR point inside the write grant.
+    let out = sb.ws.join("out");
+    assert!(
+        r.stdout.contains(&format!("HOME={}", out.display())),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!("TMPDIR={}", out.display())),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_program_not_granted_is_refused_with_the_granted_list() {
+    let sb = Sandbox::new();
+    sb.drop_in(guests::EXEC_ANY, "exec_any.wasm");
+    sb.policy(
+        "[tools.run_program]\nexec = [\"sh\", \"true\"]\nread = [\".\"]\n\n[tools.shell]\nexec = [\"true\"]\nread = [\".\"]\n",
+    );
+    sb.trust();
+    let call = |args: &str| run(sb.warden().args(["tools", "call", "run_program", args]));
+    let r = call(r#"{"program":"cat","args":["hello.txt"]}"#);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("`cat` is not granted to this tool; it may run only: sh, true"),
+        "{}",
+        r.stderr
+    );
+    // By absolute path, too; and a granted one runs.
+    let r = call(r#"{"program":"/usr/bin/cat","args":["hello.txt"]}"#);
+    assert!(r.stderr.contains("not granted"), "{}", r.stderr);
+    let r = call(r#"{"program":"sh","args":["-c","cat hello.txt"]}"#);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("exit=Some(0)") && r.stdout.contains("hello\nworld"),
+        "{}",
+        r.stdout
+    );
+    // The shell tool without a shell says what it may run.
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "shell", r#"{"command":"ls"}"#]));
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("it may run only true"), "{}", r.stderr);
+}
+
+#[test]
+fn a_tool_without_exec_is_denied_every_program() {
+    let sb = Sandbox::new();
+    sb.drop_in(guests::EXEC_ANY, "exec_any.wasm");
+    sb.policy("[tools.run_program]\nread = [\".\"]\n");
+    sb.trust();
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "run_program", r#"{"program":"sh"}"#]));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("this tool may not run programs"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn shell_is_off_unless_warden_toml_enables_it() {
+    let sb = Sandbox::new();
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "shell", r#"{"command":"ls"}"#]));
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("not enabled") || r.stderr.contains("disabled"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_read_only_grant_inside_a_write_grant_is_refused_for_processes() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.shell]\nexec = [\"sh\"]\nwrite = [\".\"]\nread = [\"docs\"]\n");
+    sb.trust();
+    let r = shell(&sb, "echo x > docs/readme.md");
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("cannot make it read-only"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("docs/readme.md")).unwrap(),
+        "# docs\n"
+    );
+}
+
+#[test]
+fn policy_shows_exec_grants_and_the_confinement() {
+    let sb = shell_sandbox("");
+    let r = run(sb.warden().arg("policy"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("commands:  Landlock ABI"), "{}", r.stdout);
+    assert!(r.stdout.contains("  exec:     sh\n"), "{}", r.stdout);
+    let r = run(sb.warden().args(["tools", "inspect", "shell"]));
+    assert!(r.stdout.contains("exec:sh"), "{}", r.stdout);
+}
+
+/// The rustup home and cargo binary the tests' own toolchain uses.
+fn toolchain() -> (PathBuf, PathBuf) {
+    let home = PathBuf::from(std::env::var("HOME").unwrap());
+    let rustup =
+        std::env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), PathBuf::from);
+    let cargo = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join("cargo"))
+        .find(|p| p.is_file())
+        .expect("cargo on PATH");
+    (rustup, cargo)
+}
+
+#[test]
+fn the_model_edits_rust_runs_cargo_test_through_shell_sees_the_failure_and_fixes_it() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = Sandbox::new();
+    let (rustup, cargo) = toolchain();
+    std::fs::write(
+        sb.ws.join("Cargo.toml"),
+        "[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(sb.ws.join("src")).unwrap();
+    let test = "\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n";
+    std::fs::write(
+        sb.ws.join("src/lib.rs"),
+        format!("pub fn add(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n{test}"),
+    )
+    .unwrap();
+    sb.policy(&format!(
+        "[tools.shell]\nexec = [\"sh\", {cargo:?}]\nwrite = [\".\"]\nread = [{rustup:?}]\n\
+         env = [\"RUSTUP_HOME\", \"RUSTUP_TOOLCHAIN\", \"CARGO_HOME\"]\ntimeout = \"300s\"\n",
+        cargo = cargo.display().to_string(),
+        rustup = rustup.display().to_string(),
+    ));
+    sb.trust();
+    let cargo_test = serde_json::json!({"command": "cargo test --offline 2>&1"}).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[(
+            "call_1",
+            "edit_file",
+            r#"{"path":"src/lib.rs","old_text":"a + b","new_text":"a * b + 1"}"#,
+        )]),
+        calls(&[("call_2", "shell", &cargo_test)]),
+        calls(&[(
+            "call_3",
+            "edit_file",
+            r#"{"path":"src/lib.rs","old_text":"a * b + 1","new_text":"a + b"}"#,
+        )]),
+        calls(&[("call_4", "shell", &cargo_test)]),
+        answer("Fixed add; the tests pass."),
+    ]);
+    let r = run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-agent-task")
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .env("RUSTUP_HOME", &rustup)
+        .env(
+            "RUSTUP_TOOLCHAIN",
+            std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|_| "stable".into()),
+        )
+        .env("CARGO_HOME", sb.ws.join(".cargo-home"))
+        .args(["run", "--yes", "make add correct and its tests green"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Fixed add; the tests pass.\n");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5);
+    // The system prompt says what the shell may run.
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("`shell` may run sh, "), "{system}");
+    assert!(!system.contains("there is no shell"), "{system}");
+    let failed = warden_tests::tool_contents(&requests[2].body)
+        .pop()
+        .unwrap();
+    assert!(failed.contains("exit code: 101"), "{failed}");
+    assert!(failed.contains("test result: FAILED"), "{failed}");
+    assert!(failed.contains("left: 5"), "{failed}");
+    let passed = warden_tests::tool_contents(&requests[4].body)
+        .pop()
+        .unwrap();
+    assert!(passed.contains("exit code: 0"), "{passed}");
+    assert!(passed.contains("test result: ok. 1 passed"), "{passed}");
+    assert!(
+        std::fs::read_to_string(sb.ws.join("src/lib.rs"))
+            .unwrap()
+            .contains("a + b")
+    );
+    // The build stayed inside the workspace grant.
+    assert!(sb.ws.join("target").is_dir());
+}
+
+#[test]
+fn under_approval_writes_the_user_sees_the_command_line_and_can_refuse_it() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = shell_sandbox("");
+    let mock = MockLlm::start(vec![
+        calls(&[("s", "shell", r#"{"command":"echo hi > out/made.txt"}"#)]),
+        answer("Not run."),
+    ]);
+    let r = sb.run_in_terminal(&mock.base_url(), "make a file", "n\n");
+    assert!(r.stdout.contains("shell wants to run"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("$ echo hi > out/made.txt"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("Not run."), "{}", r.stdout);
+    assert!(!sb.ws.join("out/made.txt").exists());
+    let tools = warden_tests::tool_contents(&mock.requests()[1].body);
+    assert!(tools[0].contains("the user refused"), "{}", tools[0]);
+}
