@@ -270,6 +270,7 @@ impl ToolRunner for SandboxRunner {
             m.tools().iter().map(|t| AgentTool {
                 def: t.def.clone(),
                 mutates: m.server(t).grants.needs_approval(),
+                programs: Vec::new(),
             })
         });
         self.tools
