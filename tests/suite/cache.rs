@@ -110,7 +110,7 @@ fn the_cli_reuses_the_cache_across_starts() {
             v["cache"]["reused"].as_u64().unwrap(),
         )
     };
-    // The two built-in components: `fs` and `fetch`.
-    assert_eq!(stats(&sb), (2, 0));
-    assert_eq!(stats(&sb), (0, 2));
+    // The three built-in components: `fs`, `fetch` and `shell`.
+    assert_eq!(stats(&sb), (3, 0));
+    assert_eq!(stats(&sb), (0, 3));
 }

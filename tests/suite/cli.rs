@@ -6,7 +6,7 @@ fn warden(sb: &Sandbox, args: &[&str]) -> Run {
     run(sb.warden().args(args))
 }
 
-const BUILTINS: [&str; 12] = [
+const BUILTINS: [&str; 13] = [
     "read_file",
     "write_file",
     "edit_file",
@@ -19,6 +19,7 @@ const BUILTINS: [&str; 12] = [
     "delete",
     "fetch",
     "web_search",
+    "shell",
 ];
 
 #[test]
@@ -37,8 +38,8 @@ fn tools_list_shows_every_builtin_with_source_and_access() {
         .map(|n| {
             // Tools that only look get the workspace read-only.
             let looks = ["read_file", "list_files", "glob", "grep"].contains(n);
-            // The web tools are off until a section names them.
-            let web = ["fetch", "web_search"].contains(n);
+            // The web tools and shell are off until a section names them.
+            let web = ["fetch", "web_search", "shell"].contains(n);
             let access = if web {
                 "disabled"
             } else if looks {

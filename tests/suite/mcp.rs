@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use warden_tests::{Sandbox, run, run_ok, warden_bin};
 
-/// Whether the `mcp` Python SDK is importable. CI installs it (`.ci/run`),
-/// so there a missing SDK fails the test; elsewhere the test says what to
-/// install and passes over.
+/// Whether the `mcp` Python SDK is importable. CI installs it (`.ci/run`)
+/// and sets `WARDEN_REQUIRE_MCP`, so there a missing SDK fails the test;
+/// elsewhere the test says what to install and passes over.
 fn python_mcp() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import mcp"])
@@ -18,7 +18,7 @@ fn python_mcp() -> bool {
         .is_ok_and(|o| o.status.success());
     if !ok {
         assert!(
-            std::env::var_os("CI").is_none(),
+            std::env::var_os("WARDEN_REQUIRE_MCP").is_none(),
             "the `mcp` Python SDK is missing: `.ci/run` installs it (pip install mcp)"
         );
         eprintln!("skipped: `pip install mcp` to run the MCP client tests");
@@ -166,6 +166,19 @@ impl Raw {
         stdin.flush().unwrap();
     }
 
+    /// `initialize` and `notifications/initialized`; the answer.
+    fn initialize(&mut self) -> Value {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}})
+            .to_string(),
+        );
+        let answer = self.read();
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        answer
+    }
+
     fn read(&mut self) -> Value {
         let mut line = String::new();
         self.out.read_line(&mut line).unwrap();
@@ -177,14 +190,7 @@ impl Raw {
 fn a_malformed_request_gets_a_json_rpc_error_and_the_server_keeps_serving() {
     let sb = Sandbox::new();
     let mut mcp = Raw::start(&sb);
-    mcp.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}})
-        .to_string(),
-    );
-    assert_eq!(mcp.read()["result"]["serverInfo"]["name"], "warden");
-    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert_eq!(mcp.initialize()["result"]["serverInfo"]["name"], "warden");
     // Valid JSON, not a valid request: params of the wrong type.
     mcp.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":7}"#);
     let error = mcp.read();
@@ -213,14 +219,7 @@ fn the_server_takes_a_changed_policy_only_after_trust_and_says_so() {
     sb.policy("[tools.read_file]\nread = [\"docs\"]\n");
     sb.trust();
     let mut mcp = Raw::start(&sb);
-    mcp.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}})
-        .to_string(),
-    );
-    mcp.read();
-    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    mcp.initialize();
     let call = |id: u32| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "read_file", "arguments": {"path": "hello.txt"}}})

@@ -114,7 +114,7 @@ fn grant_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result
             .map(|c| c.short(root).1)
             .collect();
         // Kinds most tools never have are listed only where present.
-        if values.is_empty() && matches!(*kind, "secrets" | "settings") {
+        if values.is_empty() && matches!(*kind, "exec" | "secrets" | "settings") {
             continue;
         }
         let shown = if values.is_empty() {

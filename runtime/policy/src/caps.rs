@@ -83,7 +83,8 @@ impl Capability {
     }
 
     /// Every kind's word, in the order listings show them.
-    pub const KINDS: &'static [&'static str] = &["files", "env", "network", "exec", "secrets", "settings"];
+    pub const KINDS: &'static [&'static str] =
+        &["files", "env", "network", "exec", "secrets", "settings"];
 
     /// The word of its kind in tables and diffs.
     pub fn kind(&self) -> &'static str {

@@ -55,6 +55,16 @@ impl<'de> Deserialize<'de> for McpSection {
             )
         })?;
         let command = command_line(command).map_err(D::Error::custom)?;
+        // What only a component's host calls can carry has no meaning for
+        // a process: refused rather than silently not applied.
+        for key in ["secrets", "settings", "exec"] {
+            if table.contains_key(key) {
+                return Err(D::Error::custom(format!(
+                    "`{key}` does not apply to an MCP server: its process gets only `read`, \
+                     `write`, `env`, `network` and limits"
+                )));
+            }
+        }
         let grants =
             ToolSection::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)?;
         Ok(McpSection { command, grants })

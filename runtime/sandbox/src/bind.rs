@@ -11,8 +11,8 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::granted::GrantedDirs;
-use crate::secrets::Secrets;
 use crate::process::ExecPlan;
+use crate::secrets::Secrets;
 use crate::wasi::mounts;
 
 /// What a call of a bound tool is made from.

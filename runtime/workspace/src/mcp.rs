@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
-use warden_agent::{CallCancel, ToolDef, ToolResult};
 use tokio::net::unix::pipe::{Receiver, Sender};
+use warden_agent::{CallCancel, ToolDef, ToolResult};
 use warden_policy::{Capability, Grants, inert, is_tool_name};
 use warden_sandbox::GrantedDirs;
 

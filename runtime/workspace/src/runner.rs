@@ -149,22 +149,14 @@ impl SandboxRunner {
         if let Err(e) = tool.check_args(&args) {
             return fail(e, Some(args));
         }
-        if self.mode.asks(tool.grants()) {
-            let request = ApprovalRequest {
-                tool: &tool.info().spec.name,
-                arguments: &args,
-                grants: tool.grants(),
-                dirs: tool.dirs(),
-            };
-            if let Verdict::Refuse(output) = self.approver.approve(&request) {
-                return ToolResult {
-                    ok: false,
-                    output,
-                    error_kind: Some("refused".into()),
-                    arguments: Some(args),
-                    ..ToolResult::default()
-                };
-            }
+        let request = ApprovalRequest {
+            tool: &tool.info().spec.name,
+            arguments: &args,
+            grants: tool.grants(),
+            dirs: tool.dirs(),
+        };
+        if let Some(refused) = self.refused(&request) {
+            return refused;
         }
         if cancel.is_cancelled() {
             return ToolResult {
@@ -227,25 +219,34 @@ impl SandboxRunner {
                 };
             }
         };
-        let grants = &mcp.server(tool).grants;
-        if self.mode.asks(grants) {
-            let request = ApprovalRequest {
-                tool: &tool.def.name,
-                arguments: &args,
-                grants,
-                dirs: mcp.no_dirs(),
-            };
-            if let Verdict::Refuse(output) = self.approver.approve(&request) {
-                return ToolResult {
-                    ok: false,
-                    output,
-                    error_kind: Some("refused".into()),
-                    arguments: Some(args),
-                    ..ToolResult::default()
-                };
-            }
+        let request = ApprovalRequest {
+            tool: &tool.def.name,
+            arguments: &args,
+            grants: &mcp.server(tool).grants,
+            dirs: mcp.no_dirs(),
+        };
+        if let Some(refused) = self.refused(&request) {
+            return refused;
         }
         mcp.call(tool, args, cancel)
+    }
+
+    /// The result of a call the user refused, when the mode puts it to
+    /// them and they do.
+    fn refused(&self, request: &ApprovalRequest<'_>) -> Option<ToolResult> {
+        if !self.mode.asks(request.grants) {
+            return None;
+        }
+        match self.approver.approve(request) {
+            Verdict::Allow => None,
+            Verdict::Refuse(output) => Some(ToolResult {
+                ok: false,
+                output,
+                error_kind: Some("refused".into()),
+                arguments: Some(request.arguments.clone()),
+                ..ToolResult::default()
+            }),
+        }
     }
 }
 

@@ -285,7 +285,10 @@ fn a_bad_mcp_section_is_an_error_that_says_what_to_write() {
     let e = parse("[mcp.demo]\ncommand = [\"x\"]\nbogus = 1\n", d.path()).unwrap_err();
     assert!(e.to_string().contains("unknown field"), "{e}");
     let e = parse("[mcp.demo]\ncommand = [\"x\"]\nexec = [\"sh\"]\n", d.path()).unwrap_err();
-    assert!(e.to_string().contains("does not apply to an MCP server"), "{e}");
+    assert!(
+        e.to_string().contains("does not apply to an MCP server"),
+        "{e}"
+    );
     let e = parse("[mcp.Demo-1]\ncommand = [\"x\"]\n", d.path()).unwrap_err();
     assert!(e.to_string().contains("snake_case"), "{e}");
     let e = parse(
