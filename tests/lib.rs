@@ -308,3 +308,19 @@ pub fn tool_contents(body: &serde_json::Value) -> Vec<String> {
         .map(|m| m["content"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// Pids of the host's processes whose command line (arguments joined by
+/// NUL) satisfies `matches`.
+pub fn processes_where(matches: impl Fn(&[u8]) -> bool) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| matches(&c)))
+        .collect()
+}
+
+/// Pids of the host processes running exactly `sleep NEEDLE`.
+pub fn sleeping(needle: &str) -> Vec<u32> {
+    let cmdline = format!("sleep\0{needle}\0");
+    processes_where(|c| c == cmdline.as_bytes())
+}

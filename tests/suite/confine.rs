@@ -18,14 +18,7 @@ fn spec(sb: &Sandbox, line: &str) -> Spec {
 }
 
 fn pids_with(needle: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c == format!("sleep\0{needle}\0").as_bytes())
-        })
-        .count()
+    warden_tests::sleeping(needle).len()
 }
 
 #[test]

@@ -38,18 +38,6 @@ fn marker(tag: &str) -> String {
     )
 }
 
-/// Pids of the host processes running `sleep NEEDLE`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c == format!("sleep\0{needle}\0").as_bytes())
-        })
-        .collect()
-}
-
 /// The host still runs commands: a plain call works.
 fn host_still_works(sb: &Sandbox) {
     let r = shell(sb, "echo alive");
@@ -153,7 +141,7 @@ fn no_process_outlives_its_call() {
         .arg("777000")
         .spawn()
         .unwrap();
-    assert_eq!(processes_with("777000"), vec![control.id()]);
+    assert_eq!(warden_tests::sleeping("777000"), vec![control.id()]);
     control.kill().unwrap();
     control.wait().unwrap();
 
@@ -168,7 +156,7 @@ fn no_process_outlives_its_call() {
     assert!(r.stdout.contains("started"), "{}", r.stdout);
     for n in 777001..=777006 {
         assert_eq!(
-            processes_with(&n.to_string()),
+            warden_tests::sleeping(&n.to_string()),
             Vec::<u32>::new(),
             "sleep {n} survived"
         );
@@ -234,8 +222,8 @@ fn a_command_past_the_timeout_is_killed_spinning_or_sleeping() {
             r.stderr
         );
     }
-    assert_eq!(processes_with("777100"), Vec::<u32>::new());
-    assert_eq!(processes_with("777101"), Vec::<u32>::new());
+    assert_eq!(warden_tests::sleeping("777100"), Vec::<u32>::new());
+    assert_eq!(warden_tests::sleeping("777101"), Vec::<u32>::new());
     host_still_works(&sb);
 }
 

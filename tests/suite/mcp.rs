@@ -283,17 +283,9 @@ fn a_never_trusted_workspace_starts_no_mcp_server() {
 }
 
 /// Processes whose command line holds `marker`, anywhere on the host.
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(marker) {
-                found.push(format!("{}: {cmd}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
+fn processes_with(marker: &str) -> Vec<u32> {
+    let marker = marker.as_bytes();
+    warden_tests::processes_where(|c| c.windows(marker.len()).any(|w| w == marker))
 }
 
 #[test]
@@ -345,7 +337,7 @@ fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        let left: Vec<String> = processes_with(&marker)
+        let left: Vec<u32> = processes_with(&marker)
             .into_iter()
             .chain(processes_with(&script.display().to_string()))
             .collect();
