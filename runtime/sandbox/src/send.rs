@@ -105,6 +105,29 @@ async fn addresses(
 /// The future that drives a connection after its response arrived.
 pub(crate) type Driver = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
+/// An HTTP/1 connection over `io`, set up within `timeout`: the request
+/// sender and the future that drives the connection.
+async fn http1<T, B>(
+    io: T,
+    timeout: Duration,
+) -> Result<(hyper::client::conn::http1::SendRequest<B>, Driver), Error>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (sender, conn) = tokio::time::timeout(
+        timeout,
+        hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(io)),
+    )
+    .await
+    .map_err(|_| Error::ConnectionTimeout)?
+    .map_err(Error::from)?;
+    let driver: Driver = Box::pin(async move { conn.await.map_err(conn_error) });
+    Ok((sender, driver))
+}
+
 /// Sends `req` to `host:port`, over TLS when `tls`, connecting only to
 /// an address [`addresses`] allowed.
 pub(crate) async fn send<B>(
@@ -140,7 +163,6 @@ where
         Ok(s) => s?,
         Err(_) => return Err(Error::ConnectionTimeout.into()),
     };
-    let handshake = hyper::client::conn::http1::Builder::new();
     let (mut sender, conn): (_, Driver) = if tls {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.into(),
@@ -159,21 +181,9 @@ where
             .await
             .map_err(|_| Error::ConnectionTimeout)?
             .map_err(Error::Tls)?;
-        let (s, c) =
-            tokio::time::timeout(connect_timeout, handshake.handshake(TokioIo::new(stream)))
-                .await
-                .map_err(|_| Error::ConnectionTimeout)?
-                .map_err(Error::from)?;
-        let driver: Driver = Box::pin(async move { c.await.map_err(conn_error) });
-        (s, driver)
+        http1(stream, connect_timeout).await?
     } else {
-        let (s, c) =
-            tokio::time::timeout(connect_timeout, handshake.handshake(TokioIo::new(stream)))
-                .await
-                .map_err(|_| Error::ConnectionTimeout)?
-                .map_err(Error::from)?;
-        let driver: Driver = Box::pin(async move { c.await.map_err(conn_error) });
-        (s, driver)
+        http1(stream, connect_timeout).await?
     };
 
     // Origin form on the wire: the scheme and authority are only for proxies.
