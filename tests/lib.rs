@@ -66,6 +66,14 @@ impl Sandbox {
         run_ok(self.warden().arg("trust"))
     }
 
+    /// Writes the per-user secrets file (`config/warden/secrets.toml`).
+    pub fn secrets_file(&self, text: &str) {
+        StateDir::open(&self.home.join("config"), "warden")
+            .unwrap()
+            .write_atomic("secrets.toml", text.as_bytes())
+            .unwrap();
+    }
+
     /// Copies a compiled guest into `.warden/tools/`.
     pub fn drop_in(&self, guest: &str, name: &str) -> PathBuf {
         let dir = self.ws.join(".warden/tools");

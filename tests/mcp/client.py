@@ -3,8 +3,10 @@
 Usage: client.py WARDEN WORKSPACE CALLS-JSON [warden mcp flags...]
 
 CALLS-JSON is a list of {"name": ..., "arguments": {...}}. Prints one JSON
-document: the server's name, its tools (name, description, inputSchema) and
-each call's isError and text.
+document: the server's name, its tools (name, description, inputSchema),
+each call's isError and text, and the messages of the elicitations the
+server sent. With WARDEN_TEST_ELICIT=accept (or decline) set, the client
+supports elicitation and gives that answer; without it, it does not.
 """
 
 import asyncio
@@ -12,7 +14,7 @@ import json
 import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 
@@ -23,9 +25,16 @@ async def main() -> None:
         args=["--workspace", workspace, "mcp", *flags],
         env=dict(os.environ),
     )
-    report = {}
+    report = {"elicited": []}
+    answer = os.environ.get("WARDEN_TEST_ELICIT")
+
+    async def elicit(context, params):
+        report["elicited"].append(params.message)
+        return types.ElicitResult(action=answer)
+
+    callback = elicit if answer else None
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, elicitation_callback=callback) as session:
             init = await session.initialize()
             report["server"] = init.server_info.name
             listed = await session.list_tools()

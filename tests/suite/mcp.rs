@@ -32,6 +32,12 @@ fn script(name: &str) -> PathBuf {
 
 /// Runs the Python client against `warden mcp` in `sb`, making `calls`.
 fn mcp_client(sb: &Sandbox, calls: Value, flags: &[&str]) -> Value {
+    mcp_client_eliciting(sb, calls, flags, None)
+}
+
+/// [`mcp_client`] with a client that supports elicitation and answers
+/// every one with `answer` (`accept`, `decline`), when given.
+fn mcp_client_eliciting(sb: &Sandbox, calls: Value, flags: &[&str], answer: Option<&str>) -> Value {
     let mut cmd = sb.warden();
     cmd.env_remove("NO_COLOR");
     let mut py = Command::new("python3");
@@ -48,6 +54,10 @@ fn mcp_client(sb: &Sandbox, calls: Value, flags: &[&str]) -> Value {
         .arg(&sb.ws)
         .arg(calls.to_string())
         .args(flags);
+    match answer {
+        Some(a) => py.env("WARDEN_TEST_ELICIT", a),
+        None => py.env_remove("WARDEN_TEST_ELICIT"),
+    };
     let out = run(&mut py);
     assert_eq!(
         out.code, 0,
@@ -138,6 +148,37 @@ fn with_yes_a_write_goes_through_and_never_offers_a_way_to_widen_grants() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn a_client_that_can_ask_its_user_gets_a_write_approved_or_declined() {
+    if !python_mcp() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let calls = json!([{"name": "write_file", "arguments": {"path": "asked.txt", "content": "x"}}]);
+    let declined = mcp_client_eliciting(&sb, calls.clone(), &[], Some("decline"));
+    let asked = declined["elicited"][0].as_str().unwrap_or_default();
+    assert!(
+        asked.contains("write_file") && asked.contains("asked.txt"),
+        "{declined}"
+    );
+    assert_eq!(declined["calls"][0]["isError"], true, "{declined}");
+    let text = declined["calls"][0]["text"].as_str().unwrap();
+    assert!(text.contains("declined"), "{text}");
+    assert!(!sb.ws.join("asked.txt").exists());
+
+    let accepted = mcp_client_eliciting(&sb, calls, &[], Some("accept"));
+    assert_eq!(accepted["calls"][0]["isError"], false, "{accepted}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("asked.txt")).unwrap(),
+        "x"
+    );
+    // A read needs no approval: nobody is asked.
+    let read = json!([{"name": "read_file", "arguments": {"path": "asked.txt"}}]);
+    let report = mcp_client_eliciting(&sb, read, &[], Some("decline"));
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    assert_eq!(report["elicited"], json!([]), "{report}");
 }
 
 /// One line-delimited JSON-RPC exchange with a `warden mcp` process.
@@ -350,4 +391,140 @@ fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// The streamable-HTTP demo server, listening on a loopback port it picked;
+/// killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let mut child = Command::new("python3")
+            .arg(script("http_server.py"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().unwrap_or_else(|_| panic!("{line:?}"));
+        HttpServer { child, port }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_url_server_granted_by_address_serves_its_tools_with_a_secret_the_model_never_sees() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    if !python_mcp() {
+        return;
+    }
+    let server = HttpServer::start();
+    let p = server.port;
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[mcp.remote]\nurl = \"http://127.0.0.1:{p}/mcp\"\nnetwork = [\"127.0.0.1:{p}\"]\n\n\
+         [mcp.remote.secrets.token]\nfile = \"demo_token\"\nhosts = [\"127.0.0.1:{p}\"]\n\
+         header = \"Authorization: Bearer {{}}\"\n"
+    ));
+    let shown = sb.trust();
+    assert!(
+        shown.contains(&format!(
+            "+ mcp.remote: connects to http://127.0.0.1:{p}/mcp with: network 127.0.0.1:{p}"
+        )),
+        "{shown}"
+    );
+    // Listed with source `mcp`, its schema as the server gives it.
+    sb.secrets_file("demo_token = \"tok-1234567890\"\n");
+    let listed: Value =
+        serde_json::from_str(&run_ok(sb.warden().args(["tools", "list", "--json"]))).unwrap();
+    let tool = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "remote__whoami")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(tool["origin"], "mcp", "{tool}");
+    assert_eq!(
+        tool["parameters"]["required"],
+        json!(["greeting"]),
+        "{tool}"
+    );
+    // The model calls it: the server got the secret, the model a marker.
+    let mock = MockLlm::start(vec![
+        calls(&[("w", "remote__whoami", r#"{"greeting":"hi"}"#)]),
+        answer("done"),
+    ]);
+    let out = warden_tests::warden_run(&sb, &mock, "k", &["who am i"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let results = warden_tests::tool_contents(&mock.requests()[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].starts_with("hi; authorization: Bearer "),
+        "{results:?}"
+    );
+    assert!(results[0].contains("[secret token]"), "{results:?}");
+    for r in mock.requests() {
+        assert!(
+            !r.body.to_string().contains("tok-1234567890"),
+            "the secret reached the model"
+        );
+    }
+}
+
+#[test]
+fn a_url_server_whose_name_resolves_to_loopback_is_not_connected() {
+    // Granted by name, `localhost` resolves to a loopback address, which
+    // only a grant of the address itself opens.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let p = listener.local_addr().unwrap().port();
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[mcp.remote]\nurl = \"http://localhost:{p}/mcp\"\nnetwork = [\"localhost:{p}\"]\n"
+    ));
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(!listed.stdout.contains("remote__"), "{}", listed.stdout);
+    assert!(
+        listed
+            .stderr
+            .contains("MCP server `remote` is not available")
+            && listed.stderr.contains("a loopback or private address"),
+        "{}",
+        listed.stderr
+    );
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener was reached"
+    );
+    // Without the grant the policy itself is refused, and says what to add.
+    sb.policy(&format!(
+        "[mcp.remote]\nurl = \"http://127.0.0.1:{p}/mcp\"\n"
+    ));
+    let refused = run(sb.warden().arg("trust"));
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("add `network = [\"127.0.0.1:{p}\"]`")),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener was reached"
+    );
 }

@@ -8,7 +8,6 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use warden_mock_llm::{MockLlm, answer, calls};
 use warden_sandbox::ErrorKind;
-use warden_state::StateDir;
 use warden_tests::{Answer, Sandbox, Tools, WebPeer, err, guests, ok, run, run_ok};
 
 /// The secret of these tests. It must never reach a guest, a sink, the
@@ -29,14 +28,6 @@ fn fetch_tools(sb: &Sandbox, peer: &WebPeer, extra: &str) -> Tools {
         peer.port
     ));
     sb.toolset(&[])
-}
-
-/// Writes the per-user secrets file of `sb` (`config/warden/secrets.toml`).
-fn secrets_file(sb: &Sandbox, text: &str) {
-    StateDir::open(&sb.home.join("config"), "warden")
-        .unwrap()
-        .write_atomic("secrets.toml", text.as_bytes())
-        .unwrap();
 }
 
 /// Every form of the key a leak could take.
@@ -300,7 +291,7 @@ fn search_policy(api: &WebPeer, source: &str) -> String {
 fn web_search_with_a_secret_gets_results_and_the_api_saw_the_header() {
     let api = search_api();
     let sb = Sandbox::new();
-    secrets_file(&sb, &format!("brave = \"{KEY}\"\n"));
+    sb.secrets_file(&format!("brave = \"{KEY}\"\n"));
     sb.policy(&search_policy(&api, "file = \"brave\""));
     let tools = sb.toolset(&[]);
     let out = ok(tools.call("web_search", r#"{"query":"rust lang","count":2}"#));
@@ -344,7 +335,7 @@ fn web_search_without_a_provider_says_it_is_unavailable_and_why() {
 fn a_secret_goes_only_over_https_or_to_a_loopback_address_it_names() {
     let api = search_api();
     let sb = Sandbox::new();
-    secrets_file(&sb, &format!("brave = \"{KEY}\"\n"));
+    sb.secrets_file(&format!("brave = \"{KEY}\"\n"));
     // By the name `localhost`, over http: the host withholds the secret.
     sb.policy(&format!(
         "[tools.web_search]\nnetwork = [\"localhost:{p}\", \"127.0.0.1:{p}\"]\n\
@@ -370,7 +361,7 @@ fn a_secret_goes_only_over_https_or_to_a_loopback_address_it_names() {
 fn a_secret_without_a_value_is_not_sent_and_the_model_is_told_why() {
     let api = search_api();
     let sb = Sandbox::new();
-    secrets_file(&sb, "other = \"0123456789\"\n");
+    sb.secrets_file("other = \"0123456789\"\n");
     sb.policy(&search_policy(&api, "file = \"brave\""));
     let tools = sb.toolset(&[]);
     let e = err(tools.call("web_search", r#"{"query":"a"}"#));
@@ -416,7 +407,7 @@ fn a_hostile_tool_granted_the_secret_cannot_get_it_to_another_host() {
     let sink = WebPeer::start(|_| Answer::ok("text/plain", "thanks"));
     let api = echo_api(&sink);
     let sb = Sandbox::new();
-    secrets_file(&sb, &format!("brave = \"{KEY}\"\n"));
+    sb.secrets_file(&format!("brave = \"{KEY}\"\n"));
     sb.policy(&format!(
         "[tools.leak]\nnetwork = [\"127.0.0.1:{a}\", \"127.0.0.1:{s}\"]\n\n\
          [tools.leak.secrets.brave]\nfile = \"brave\"\nhosts = [\"127.0.0.1:{a}\"]\n\

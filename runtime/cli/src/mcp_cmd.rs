@@ -7,16 +7,22 @@
 //! widen its own sandbox. Edits to `warden.toml` or to the drop-ins take
 //! effect only once `warden trust` accepts them; the server then rebuilds its
 //! tools and sends `notifications/tools/list_changed`.
+//!
+//! A call that needs approval runs with `--yes`, or when the client can ask
+//! its user (elicitation) and the user accepts; otherwise it is refused.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use anyhow::Context;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{ElicitationMode, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use warden_agent::{CallCancel, ToolRunner};
@@ -38,9 +44,12 @@ pub fn run(
         root: ws.root,
         dir,
         folders,
-        yes,
         approval: approval.as_deref().map(ApprovalMode::parse),
         served: Mutex::new(None),
+        asker: Arc::new(McpApprove {
+            yes,
+            client: OnceLock::new(),
+        }),
     }));
     // Opened once before serving, so that a broken policy is reported at
     // start, as a configuration error, not as a failing first request.
@@ -80,9 +89,11 @@ struct State {
     root: PathBuf,
     dir: Option<PathBuf>,
     folders: Folders,
-    yes: bool,
     approval: Option<ApprovalMode>,
     served: Mutex<Option<Served>>,
+    /// Decides on calls that need approval; knows the client once it
+    /// called.
+    asker: Arc<McpApprove>,
 }
 
 impl State {
@@ -113,7 +124,7 @@ impl State {
         let runner = Arc::new(SandboxRunner::new(
             tools,
             mode,
-            Box::new(McpApprove { yes: self.yes }),
+            Box::new(self.asker.clone()),
         ));
         let list: Vec<Tool> = runner
             .tools()
@@ -159,11 +170,65 @@ fn mcp_tool(def: warden_agent::ToolDef) -> Tool {
     Tool::new(def.name, def.description, Arc::new(schema))
 }
 
+/// Longest wait for the user's answer in the client.
+const ASK_TIMEOUT: Duration = Duration::from_secs(300);
+/// Most bytes of a call's arguments shown in the question.
+const SHOWN_ARGS: usize = 2000;
+
 /// Approval without a terminal: under `approval = "writes"` (or
-/// `"always"`) a call is allowed only when the server was started with
-/// `--yes`.
+/// `"always"`) a call is allowed when the server was started with `--yes`,
+/// or when the client supports elicitation and its user accepts.
 struct McpApprove {
     yes: bool,
+    /// The client, and the runtime its session runs on, from its first
+    /// call.
+    client: OnceLock<(Peer<RoleServer>, tokio::runtime::Handle)>,
+}
+
+impl McpApprove {
+    /// Asks the client's user, from a blocking thread; `None` when the
+    /// client cannot ask.
+    fn ask(&self, request: &ApprovalRequest<'_>, needs: &str) -> Option<Verdict> {
+        let (peer, rt) = self.client.get()?;
+        if !peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return None;
+        }
+        let mut args = request.arguments.to_string();
+        if args.len() > SHOWN_ARGS {
+            let mut end = SHOWN_ARGS;
+            while !args.is_char_boundary(end) {
+                end -= 1;
+            }
+            args.truncate(end);
+            args.push_str(" …");
+        }
+        let message = format!(
+            "warden: allow `{}` with {}? It needs approval: {needs}.",
+            request.tool,
+            inert(&args)
+        );
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: ElicitationSchema::new(BTreeMap::new()),
+        };
+        let answer = rt.block_on(peer.create_elicitation_with_timeout(params, Some(ASK_TIMEOUT)));
+        Some(match answer {
+            Ok(a) if a.action == ElicitationAction::Accept => Verdict::Allow,
+            Ok(_) => Verdict::Refuse(format!(
+                "refused: the user declined `{}` in the MCP client",
+                request.tool
+            )),
+            Err(e) => Verdict::Refuse(format!(
+                "refused: `{}` needs approval and the user could not be asked ({e}); the user \
+                 can restart the server with `warden mcp --yes` to allow such calls",
+                request.tool
+            )),
+        })
+    }
 }
 
 impl Approve for McpApprove {
@@ -171,18 +236,22 @@ impl Approve for McpApprove {
         if self.yes {
             return Verdict::Allow;
         }
+        let needs = request
+            .grants
+            .caps
+            .iter()
+            .filter(|c| c.needs_approval())
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Some(verdict) = self.ask(request, &needs) {
+            return verdict;
+        }
         Verdict::Refuse(format!(
-            "refused: `{}` needs approval ({}) and this MCP server cannot ask; the user can \
-             restart it with `warden mcp --yes` to allow such calls, or grant less",
+            "refused: `{}` needs approval ({needs}) and this MCP client cannot ask its user; \
+             the user can restart the server with `warden mcp --yes` to allow such calls, \
+             or grant less",
             request.tool,
-            request
-                .grants
-                .caps
-                .iter()
-                .filter(|c| c.needs_approval())
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
         ))
     }
 }
@@ -219,6 +288,12 @@ impl ServerHandler for Server {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let (runner, _) = self.current_for(&ctx).await?;
+        // One client per server (stdio): the one approval asks through.
+        let _ = self
+            .0
+            .asker
+            .client
+            .set((ctx.peer.clone(), tokio::runtime::Handle::current()));
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default()).to_string();
         let cancel = CallCancel::default();

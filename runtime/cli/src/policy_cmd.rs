@@ -5,7 +5,7 @@ use std::io::Write;
 use serde_json::json;
 use std::path::Path;
 
-use warden_policy::{Capability, Grants, inert, inert_text, mcp_key};
+use warden_policy::{Capability, Grants, McpLaunch, inert, inert_text, mcp_key};
 
 use warden_workspace::Workspace;
 
@@ -34,7 +34,10 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             "policy_present": ws.policy.is_present(),
             "tools": list,
             "mcp": servers.iter().map(|s| json!({
-                "name": s.name, "command": s.command, "grants": s.grants,
+                "name": s.name,
+                "command": match &s.launch { McpLaunch::Command(argv) => Some(argv), _ => None },
+                "url": match &s.launch { McpLaunch::Url(url) => Some(url), _ => None },
+                "grants": s.grants,
             })).collect::<Vec<_>>(),
             "warnings": tools.warnings().iter().chain(&server_warnings).collect::<Vec<_>>(),
             "exec_confinement": confinement,
@@ -65,11 +68,15 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
         grant_lines(&mut out, g, &ws.root)?;
     }
     for s in &servers {
+        let how = match &s.launch {
+            McpLaunch::Command(_) => "starts",
+            McpLaunch::Url(_) => "at",
+        };
         writeln!(
             out,
-            "{} (mcp, starts {}):",
+            "{} (mcp, {how} {}):",
             mcp_key(&s.name),
-            inert(&s.command.join(" "))
+            inert(&s.launch.shown())
         )?;
         grant_lines(&mut out, &s.grants, &ws.root)?;
     }

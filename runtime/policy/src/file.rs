@@ -31,44 +31,145 @@ pub struct PolicyFile {
     pub mcp: BTreeMap<ToolName, McpSection>,
 }
 
-/// `[mcp.NAME]`: an MCP server on stdio, and what its process may reach.
-/// Its tools appear to the model as `NAME__TOOL`.
-#[derive(Debug, Clone, Default)]
+/// `[mcp.NAME]`: an MCP server, and what it may reach. Its tools appear
+/// to the model as `NAME__TOOL`.
+#[derive(Debug, Clone)]
 pub struct McpSection {
-    /// Program and arguments, e.g. `["python3", "server.py"]`: the program
-    /// is looked up on `PATH` when it has no `/`.
-    pub command: Vec<String>,
-    /// What the process may reach (`read`, `write`, `env`, `network`),
-    /// its limits, and `enabled`: nothing unless granted.
+    /// How warden reaches it.
+    pub launch: McpLaunch,
+    /// What it may reach (a process: `read`, `write`, `env`, `network`;
+    /// a URL: `network` and `secrets`), its limits, and `enabled`:
+    /// nothing unless granted.
     pub grants: ToolSection,
 }
 
-/// `command`, then the keys of a tool section, each checked as there
-/// (unknown keys are errors; serde's `flatten` would let them pass).
+/// How warden reaches an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpLaunch {
+    /// `command = [...]`: a program and its arguments, started confined
+    /// and spoken to on stdio. The program is looked up on `PATH` when it
+    /// has no `/`.
+    Command(Vec<String>),
+    /// `url = "..."`: a streamable-HTTP endpoint, reached only when its
+    /// host is in the section's `network` grants.
+    Url(String),
+}
+
+impl McpLaunch {
+    /// How it is shown: the command line, or the URL.
+    pub fn shown(&self) -> String {
+        match self {
+            McpLaunch::Command(argv) => argv.join(" "),
+            McpLaunch::Url(url) => url.clone(),
+        }
+    }
+}
+
+/// `command` or `url`, then the keys of a tool section, each checked as
+/// there (unknown keys are errors; serde's `flatten` would let them pass).
 impl<'de> Deserialize<'de> for McpSection {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut table = toml::Table::deserialize(d)?;
-        let command = table.remove("command").ok_or_else(|| {
-            D::Error::custom(
-                "missing `command`: name the program and its arguments, e.g. \
-                 command = [\"python3\", \"server.py\"]",
-            )
-        })?;
-        let command = command_line(command).map_err(D::Error::custom)?;
-        // What only a component's host calls can carry has no meaning for
-        // a process: refused rather than silently not applied.
-        for key in ["secrets", "settings", "exec"] {
-            if table.contains_key(key) {
+        let launch = match (table.remove("command"), table.remove("url")) {
+            (Some(_), Some(_)) => {
+                return Err(D::Error::custom(
+                    "both `command` and `url`: an MCP server is either a program warden \
+                     starts or a URL it connects to",
+                ));
+            }
+            (None, None) => {
+                return Err(D::Error::custom(
+                    "missing `command` or `url`: name the program and its arguments, e.g. \
+                     command = [\"python3\", \"server.py\"], or its endpoint, e.g. \
+                     url = \"https://mcp.example.com/mcp\"",
+                ));
+            }
+            (Some(command), None) => {
+                McpLaunch::Command(command_line(command).map_err(D::Error::custom)?)
+            }
+            (None, Some(url)) => McpLaunch::Url(mcp_url(url).map_err(D::Error::custom)?),
+        };
+        // What the other kind of server cannot use is refused rather than
+        // silently not applied.
+        let (refused, gets): (&[&str], &str) = match launch {
+            McpLaunch::Command(_) => (
+                &["secrets", "settings", "exec"],
+                "its process gets only `read`, `write`, `env`, `network` and limits",
+            ),
+            McpLaunch::Url(_) => (
+                &["read", "write", "env", "settings", "exec", "memory"],
+                "warden only sends it requests: it gets only `network`, `secrets`, \
+                 `timeout` and `output`",
+            ),
+        };
+        for key in refused {
+            if table.contains_key(*key) {
                 return Err(D::Error::custom(format!(
-                    "`{key}` does not apply to an MCP server: its process gets only `read`, \
-                     `write`, `env`, `network` and limits"
+                    "`{key}` does not apply to this MCP server: {gets}"
                 )));
             }
         }
         let grants =
             ToolSection::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)?;
-        Ok(McpSection { command, grants })
+        if let McpLaunch::Url(url) = &launch {
+            let (host, port) = url_host(url);
+            let allow = crate::NetworkAllow::new(grants.network.iter().map(String::as_str));
+            if !allow.allows(&host, port) {
+                return Err(D::Error::custom(format!(
+                    "the host of `{url}` is not granted: add `network = [\"{}\"]`; warden \
+                     connects to no host the policy does not name",
+                    if port == 443 || port == 80 {
+                        host
+                    } else {
+                        format!("{host}:{port}")
+                    }
+                )));
+            }
+        }
+        Ok(McpSection { launch, grants })
     }
+}
+
+/// An http(s) URL with a host and no user name or password in it.
+fn mcp_url(value: toml::Value) -> Result<String, String> {
+    let url: String = value
+        .try_into()
+        .map_err(|_| "`url` must be a string, e.g. \"https://mcp.example.com/mcp\"")?;
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("the URL contains spaces or control characters".into());
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(format!(
+            "`{url}` carries a user name or password: give credentials as `secrets`, which \
+             warden adds to the requests and keeps out of the trust record"
+        ));
+    }
+    if url_host(&url).0.is_empty() {
+        return Err(format!("`{url}` names no host"));
+    }
+    Ok(url)
+}
+
+/// Host (IPv6 in brackets) and port of a URL [`mcp_url`] accepted.
+fn url_host(url: &str) -> (String, u16) {
+    let (tls, rest) = match url.strip_prefix("https://") {
+        Some(rest) => (true, rest),
+        None => (false, url.strip_prefix("http://").unwrap_or(url)),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let default = if tls { 443 } else { 80 };
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => {
+            (&authority[..i], authority[i + 1..].parse().ok())
+        }
+        _ => (authority, Some(default)),
+    };
+    (host.to_ascii_lowercase(), port.unwrap_or(0))
 }
 
 fn command_line(value: toml::Value) -> Result<Vec<String>, String> {

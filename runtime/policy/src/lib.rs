@@ -31,7 +31,9 @@ mod units;
 
 pub use caps::{Capability, Grants, Limits};
 pub use error::{Error, Result};
-pub use file::{McpSection, ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name};
+pub use file::{
+    McpLaunch, McpSection, ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name,
+};
 pub use grants::{Baseline, Origin, Policy, load_user_config, mcp_key};
 pub use inert::{inert, inert_text, json_kind};
 pub use network::{HostPattern, NetworkAllow};

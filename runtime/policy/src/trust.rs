@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use warden_state::StateDir;
 
-use crate::{Capability, Error, Grants, Limits, POLICY_FILE, Result};
+use crate::{Capability, Error, Grants, Limits, McpLaunch, POLICY_FILE, Result};
 
 mod diff;
 
@@ -70,6 +70,9 @@ pub struct ToolRecord {
     /// The command line an MCP server starts with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Vec<String>>,
+    /// The URL of an MCP server warden connects to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Its capabilities.
     pub caps: BTreeSet<Capability>,
     /// Its limits.
@@ -82,18 +85,33 @@ impl ToolRecord {
         ToolRecord {
             origin: if builtin { "builtin" } else { "drop-in" }.to_string(),
             launch: None,
+            url: None,
             caps: grants.set(),
             limits: grants.limits,
         }
     }
 
-    /// Captures what MCP server process `command` is granted.
-    pub fn mcp(command: &[String], grants: &Grants) -> ToolRecord {
+    /// Captures how an MCP server is reached and what it is granted.
+    pub fn mcp(launch: &McpLaunch, grants: &Grants) -> ToolRecord {
+        let (command, url) = match launch {
+            McpLaunch::Command(argv) => (Some(argv.clone()), None),
+            McpLaunch::Url(url) => (None, Some(url.clone())),
+        };
         ToolRecord {
             origin: "mcp".to_string(),
-            launch: Some(command.to_vec()),
+            launch: command,
+            url,
             caps: grants.set(),
             limits: grants.limits,
+        }
+    }
+
+    /// How the MCP server it records was reached, if it records one.
+    pub fn mcp_launch(&self) -> Option<McpLaunch> {
+        match (&self.launch, &self.url) {
+            (Some(argv), _) => Some(McpLaunch::Command(argv.clone())),
+            (None, Some(url)) => Some(McpLaunch::Url(url.clone())),
+            (None, None) => None,
         }
     }
 }

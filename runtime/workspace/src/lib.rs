@@ -12,6 +12,7 @@ mod folders;
 pub mod instructions;
 pub mod manifest;
 mod mcp;
+mod mcp_http;
 mod runner;
 mod toolset;
 pub mod undo;

@@ -1,24 +1,31 @@
-//! MCP servers as tools: each `[mcp.NAME]` of the trusted policy is started
-//! as a confined process (the directories, network and environment its
-//! section grants, nothing else), and its tools are offered to the model as
+//! MCP servers as tools: each `[mcp.NAME]` of the trusted policy is either
+//! started as a confined process (the directories, network and environment
+//! its section grants, nothing else) or reached at its URL (only when its
+//! host is granted), and its tools are offered to the model as
 //! `NAME__TOOL`.
 //!
-//! The servers speak MCP on stdio through the official SDK (`rmcp`), on a
-//! runtime of their own: a call from the agent's blocking thread is sent to
-//! it and waited for, and nothing runs while no call does.
+//! The servers speak MCP on stdio or streamable HTTP through the official
+//! SDK (`rmcp`), on a runtime of their own: a call from the agent's
+//! blocking thread is sent to it and waited for, and nothing runs while no
+//! call does.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 use tokio::net::unix::pipe::{Receiver, Sender};
 use warden_agent::{CallCancel, ToolDef, ToolResult};
-use warden_policy::{Capability, Grants, inert, is_tool_name};
-use warden_sandbox::GrantedDirs;
+use warden_policy::{Capability, Grants, McpLaunch, inert, is_tool_name};
+use warden_sandbox::{GrantedDirs, Outbound};
+use warden_state::StateDir;
+
+use crate::mcp_http::CheckedHttp;
 
 /// Longest wait for a server to start and list its tools.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -28,8 +35,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct McpServer {
     /// The server name (the prefix of its tools).
     pub name: String,
-    /// Program and arguments.
-    pub command: Vec<String>,
+    /// A command line, or a URL.
+    pub launch: McpLaunch,
     /// What the process may reach, pinned to what was trusted.
     pub grants: Grants,
 }
@@ -48,9 +55,13 @@ pub struct McpTool {
 struct Running {
     server: McpServer,
     client: RunningService<RoleClient, ()>,
-    /// Ends the process and everything it started when dropped.
-    _process: warden_confine::Confined,
+    /// Ends the process and everything it started when dropped (none for
+    /// a URL server).
+    _process: Option<warden_confine::Confined>,
 }
+
+/// A started client and the tools it listed.
+type Listed = (RunningService<RoleClient, ()>, Vec<Tool>);
 
 /// The started servers and their tools.
 pub struct McpTools {
@@ -76,10 +87,11 @@ impl std::fmt::Debug for McpTools {
 
 impl McpTools {
     /// Starts `servers` confined, in `root` (the working directory, which
-    /// the process can use only as far as it is granted). A server that
+    /// the process can use only as far as it is granted), and connects to
+    /// those at a URL, with the secrets read from `config`. A server that
     /// cannot start, or whose kernel confinement is not available, is
     /// left out with a problem that says why; nothing runs unconfined.
-    pub fn start(servers: Vec<McpServer>, root: &Path) -> McpTools {
+    pub fn start(servers: Vec<McpServer>, root: &Path, config: Option<&StateDir>) -> McpTools {
         let mut tools = McpTools {
             rt: Some(
                 tokio::runtime::Builder::new_multi_thread()
@@ -97,7 +109,7 @@ impl McpTools {
         };
         for server in servers {
             let name = server.name.clone();
-            match tools.start_one(server, root) {
+            match tools.start_one(server, root, config) {
                 Ok(()) => {}
                 Err(why) => tools.problems.push(format!(
                     "MCP server `{name}` is not available: {}",
@@ -108,11 +120,37 @@ impl McpTools {
         tools
     }
 
-    fn start_one(&mut self, server: McpServer, root: &Path) -> Result<(), String> {
+    fn start_one(
+        &mut self,
+        server: McpServer,
+        root: &Path,
+        config: Option<&StateDir>,
+    ) -> Result<(), String> {
+        let (client, listed, process) = match &server.launch {
+            McpLaunch::Command(argv) => {
+                let (listed, process) = self.start_process(&server, argv, root)?;
+                (listed.0, listed.1, Some(process))
+            }
+            McpLaunch::Url(url) => {
+                let listed = self.connect(&server, url, config)?;
+                (listed.0, listed.1, None)
+            }
+        };
+        self.add(server, client, listed, process);
+        Ok(())
+    }
+
+    /// Starts the server's program confined and lists its tools on stdio.
+    fn start_process(
+        &self,
+        server: &McpServer,
+        argv: &[String],
+        root: &Path,
+    ) -> Result<(Listed, warden_confine::Confined), String> {
         // Started from the servers' runtime thread, which lives as long as
         // they do: the confinement helper dies with the thread that
         // started it.
-        let spec = spec(&server, root)?;
+        let spec = spec(server, argv, root)?;
         let mut process = self
             .wait(async move { warden_confine::spawn(&spec, false) })
             .ok_or("warden is stopping")?
@@ -123,24 +161,75 @@ impl McpTools {
         let _in_rt = self.rt().enter();
         let stdout = Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?;
         let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
-        let listed = self
-            .wait(async {
-                tokio::time::timeout(START_TIMEOUT, async {
-                    let client = ().serve((stdout, stdin)).await.map_err(|e| {
-                        format!("it did not answer `initialize` ({e}); check its command")
-                    })?;
-                    let tools = client
-                        .peer()
-                        .list_all_tools()
-                        .await
-                        .map_err(|e| format!("`tools/list` failed: {e}"))?;
-                    Ok::<_, String>((client, tools))
-                })
-                .await
-                .map_err(|_| format!("it did not start within {}s", START_TIMEOUT.as_secs()))?
+        let listed = self.list(().serve((stdout, stdin)), "its command")?;
+        Ok((listed, process))
+    }
+
+    /// Connects to the server's URL through the checked sending (granted
+    /// hosts only) and lists its tools.
+    fn connect(
+        &self,
+        server: &McpServer,
+        url: &str,
+        config: Option<&StateDir>,
+    ) -> Result<Listed, String> {
+        let out = Outbound::new(&server.grants, config)?;
+        let uri: http::Uri = url.parse().map_err(|_| format!("`{url}` is not a URL"))?;
+        out.check(&uri).map_err(|e| e.to_string())?;
+        let http = CheckedHttp::new(out.clone(), server.grants.limits.timeout);
+        let config = StreamableHttpClientTransportConfig::with_uri(url);
+        // Made on the servers' runtime, which runs its worker.
+        let serving = {
+            let http = http.clone();
+            async move { ().serve(StreamableHttpClientTransport::with_client(http, config)).await }
+        };
+        self.list(serving, "its URL").map_err(|why| {
+            // Why the request did not go out, and why a secret was not
+            // sent, say more than the client's error does.
+            let why = match http.failure() {
+                Some(failure) => format!("it could not be reached: {failure}"),
+                None => why,
+            };
+            match out.notes() {
+                notes if notes.is_empty() => why,
+                notes => format!("{why}; {}", notes.join("; ")),
+            }
+        })
+    }
+
+    /// Waits for the client `serving` to initialize, then lists the
+    /// server's tools, within [`START_TIMEOUT`].
+    fn list<E: std::fmt::Display>(
+        &self,
+        serving: impl Future<Output = Result<RunningService<RoleClient, ()>, E>> + Send + 'static,
+        check: &'static str,
+    ) -> Result<Listed, String> {
+        self.wait(async move {
+            tokio::time::timeout(START_TIMEOUT, async {
+                let client = serving
+                    .await
+                    .map_err(|e| format!("it did not answer `initialize` ({e}); check {check}"))?;
+                let tools = client
+                    .peer()
+                    .list_all_tools()
+                    .await
+                    .map_err(|e| format!("`tools/list` failed: {e}"))?;
+                Ok::<_, String>((client, tools))
             })
-            .ok_or("warden is stopping")??;
-        let (client, listed) = listed;
+            .await
+            .map_err(|_| format!("it did not start within {}s", START_TIMEOUT.as_secs()))?
+        })
+        .ok_or("warden is stopping")?
+    }
+
+    /// Offers the tools `listed` of `server`.
+    fn add(
+        &mut self,
+        server: McpServer,
+        client: RunningService<RoleClient, ()>,
+        listed: Vec<Tool>,
+        process: Option<warden_confine::Confined>,
+    ) {
         let at = self.servers.len();
         for tool in listed {
             let exposed = exposed_name(&server.name, &tool.name);
@@ -170,7 +259,6 @@ impl McpTools {
             client,
             _process: process,
         });
-        Ok(())
     }
 
     fn rt(&self) -> &tokio::runtime::Runtime {
@@ -344,8 +432,8 @@ const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// directories, network only when it has a `network` grant (a process
 /// cannot be held to a host list), the granted variables plus `PATH` and a
 /// `HOME` inside its grants, its memory limit.
-fn spec(server: &McpServer, root: &Path) -> Result<warden_confine::Spec, String> {
-    let program = resolve(&server.command[0], root)?;
+fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confine::Spec, String> {
+    let program = resolve(&argv[0], root)?;
     let (mut read, mut write) = (Vec::new(), Vec::new());
     for (path, w) in server.grants.dirs() {
         if w { &mut write } else { &mut read }.push(path.to_path_buf());
@@ -357,7 +445,7 @@ fn spec(server: &McpServer, root: &Path) -> Result<warden_confine::Spec, String>
         PathBuf::from("/")
     };
     let mut spec = warden_confine::Spec::new(program, cwd);
-    spec.args = server.command[1..].to_vec();
+    spec.args = argv[1..].to_vec();
     spec.network = server
         .grants
         .caps

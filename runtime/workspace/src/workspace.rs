@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use warden_agent::session::SessionStore;
 use warden_policy::{
-    ComponentEntry, Origin, POLICY_FILE, Policy, ToolRecord, TrustState, TrustStore, decide,
-    mcp_key, sha256_hex,
+    ComponentEntry, McpLaunch, Origin, POLICY_FILE, Policy, ToolRecord, TrustState, TrustStore,
+    decide, mcp_key, sha256_hex,
 };
 use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost};
 
@@ -258,6 +258,12 @@ impl Workspace {
             .collect()
     }
 
+    /// Where secrets named `file KEY` are read from, beneath warden's
+    /// private config folder.
+    fn secrets_dir(&self) -> Option<warden_state::StateDir> {
+        warden_state::StateDir::open(&self.folders.config, "warden").ok()
+    }
+
     /// Loads the built-ins, the user's tools and the allowed drop-ins, and
     /// binds every enabled tool to its grants. No drop-in that is not
     /// allowed is compiled or run. `on_compile` hears of components that
@@ -270,7 +276,7 @@ impl Workspace {
             // Where secrets named `file KEY` are read from, beneath
             // warden's private config folder; a never-trusted workspace
             // has no secrets at all.
-            config.config = warden_state::StateDir::open(&self.folders.config, "warden").ok();
+            config.config = self.secrets_dir();
         }
         let mut host = ToolHost::new(config)?;
         host.load(builtin_sources());
@@ -325,16 +331,21 @@ impl Workspace {
             warnings.extend(w);
             let key = mcp_key(name);
             if let Some(t) = trusted
-                && t.get(&key).and_then(|r| r.launch.as_ref()) != Some(&section.command)
+                && t.get(&key).and_then(ToolRecord::mcp_launch).as_ref() != Some(&section.launch)
             {
+                let what = match section.launch {
+                    McpLaunch::Command(_) => "command",
+                    McpLaunch::Url(_) => "URL",
+                };
                 warnings.push(format!(
-                    "MCP server `{name}` does not start: its command is not the one you                      trusted; review with `warden trust`"
+                    "MCP server `{name}` does not start: its {what} is not the one you \
+                     trusted; review with `warden trust`"
                 ));
                 continue;
             }
             servers.push(McpServer {
                 name: name.to_string(),
-                command: section.command.clone(),
+                launch: section.launch.clone(),
                 grants: pin(&key, grants, &pins, &mut warnings),
             });
         }
@@ -352,7 +363,7 @@ impl Workspace {
         if servers.is_empty() && warnings.is_empty() {
             return Ok(tools);
         }
-        let mut mcp = McpTools::start(servers, &self.root);
+        let mut mcp = McpTools::start(servers, &self.root, self.secrets_dir().as_ref());
         mcp.warn(warnings);
         Ok(tools.with_mcp(mcp))
     }
@@ -401,7 +412,7 @@ impl Workspace {
                     self.mcp_servers()
                         .0
                         .into_iter()
-                        .map(|s| (mcp_key(&s.name), ToolRecord::mcp(&s.command, &s.grants))),
+                        .map(|s| (mcp_key(&s.name), ToolRecord::mcp(&s.launch, &s.grants))),
                 )
                 .collect(),
         }

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::ModelSection;
+use crate::{McpLaunch, ModelSection};
 
 fn dirs(g: &Grants) -> Vec<(PathBuf, bool)> {
     g.dirs().map(|(p, w)| (p.to_path_buf(), w)).collect()
@@ -286,7 +286,7 @@ fn a_bad_mcp_section_is_an_error_that_says_what_to_write() {
     assert!(e.to_string().contains("unknown field"), "{e}");
     let e = parse("[mcp.demo]\ncommand = [\"x\"]\nexec = [\"sh\"]\n", d.path()).unwrap_err();
     assert!(
-        e.to_string().contains("does not apply to an MCP server"),
+        e.to_string().contains("does not apply to this MCP server"),
         "{e}"
     );
     let e = parse("[mcp.Demo-1]\ncommand = [\"x\"]\n", d.path()).unwrap_err();
@@ -297,6 +297,57 @@ fn a_bad_mcp_section_is_an_error_that_says_what_to_write() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("mcp.demo"), "{e}");
+}
+
+#[test]
+fn a_url_server_is_reached_only_when_its_host_is_granted() {
+    let d = ws();
+    let p = parse(
+        "[mcp.remote]\nurl = \"https://mcp.example.com/mcp\"\nnetwork = [\"mcp.example.com\"]\n\n\
+         [mcp.local]\nurl = \"http://127.0.0.1:8931/mcp\"\nnetwork = [\"127.0.0.1:8931\"]\n",
+        d.path(),
+    )
+    .unwrap();
+    let launches: Vec<&McpLaunch> = p.mcp_servers().map(|(_, s)| &s.launch).collect();
+    assert_eq!(
+        launches,
+        [
+            &McpLaunch::Url("http://127.0.0.1:8931/mcp".into()),
+            &McpLaunch::Url("https://mcp.example.com/mcp".into()),
+        ]
+    );
+    let (g, _) = p.mcp_grants("remote").unwrap();
+    assert_eq!(g.hosts().collect::<Vec<_>>(), ["mcp.example.com"]);
+    assert_eq!(g.dirs().count(), 0, "a URL server gets no directory");
+    for (text, says) in [
+        (
+            "url = \"https://mcp.example.com/mcp\"\n",
+            "add `network = [\"mcp.example.com\"]`",
+        ),
+        (
+            "url = \"http://127.0.0.1:8931/mcp\"\nnetwork = [\"127.0.0.1:8932\"]\n",
+            "add `network = [\"127.0.0.1:8931\"]`",
+        ),
+        (
+            "url = \"ftp://x.example.com/\"\nnetwork = [\"x.example.com\"]\n",
+            "not an http:// or https:// URL",
+        ),
+        (
+            "url = \"https://u:p@x.example.com/\"\nnetwork = [\"x.example.com\"]\n",
+            "give credentials as `secrets`",
+        ),
+        (
+            "url = \"https://x.example.com/\"\ncommand = [\"x\"]\n",
+            "both `command` and `url`",
+        ),
+        (
+            "url = \"https://x.example.com/\"\nnetwork = [\"x.example.com\"]\nread = [\".\"]\n",
+            "`read` does not apply to this MCP server",
+        ),
+    ] {
+        let e = parse(&format!("[mcp.remote]\n{text}"), d.path()).unwrap_err();
+        assert!(e.to_string().contains(says), "{text}: {e}");
+    }
 }
 
 #[test]

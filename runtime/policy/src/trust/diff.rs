@@ -6,7 +6,7 @@ use std::fmt;
 use super::{ToolRecord, TrustState};
 use crate::inert::inert;
 use crate::units::{format_duration, format_size};
-use crate::{Capability, Limits, POLICY_FILE, PolicyFile};
+use crate::{Capability, Limits, McpLaunch, POLICY_FILE, PolicyFile};
 
 /// One change between the trusted state and the current one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,11 +105,17 @@ pub enum Change {
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Change::ToolAdded { tool, record } => match &record.launch {
-                Some(command) => write!(
+            Change::ToolAdded { tool, record } => match record.mcp_launch() {
+                Some(McpLaunch::Command(command)) => write!(
                     f,
                     "+ {tool}: starts `{}` confined to: {}; its tools reach the model",
-                    inert(&command_line(command)),
+                    inert(&command_line(&command)),
+                    describe(record)
+                ),
+                Some(McpLaunch::Url(url)) => write!(
+                    f,
+                    "+ {tool}: connects to {} with: {}; its tools reach the model",
+                    inert(&url),
                     describe(record)
                 ),
                 None => write!(f, "+ tool {tool} ({}): {}", record.origin, describe(record)),
@@ -374,7 +380,7 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
             // Different code now answers to the name (a drop-in shadowing a
             // built-in, an MCP server started another way): show it as a
             // new tool with all its grants.
-            (Some(t), Some(c)) if t.origin != c.origin || t.launch != c.launch => {
+            (Some(t), Some(c)) if t.origin != c.origin || t.mcp_launch() != c.mcp_launch() => {
                 out.push(Change::ToolRemoved { tool: tool.clone() });
                 out.push(added(c));
             }

@@ -37,6 +37,7 @@ fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolReco
     ToolRecord {
         origin: origin.to_string(),
         launch: None,
+        url: None,
         caps: read
             .iter()
             .map(dir(false))
@@ -523,8 +524,10 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
         "my server.py".into(),
         "\u{1b}[2J".into(),
     ];
-    with.tools
-        .insert("mcp.demo".into(), ToolRecord::mcp(&argv, &g));
+    with.tools.insert(
+        "mcp.demo".into(),
+        ToolRecord::mcp(&McpLaunch::Command(argv.to_vec()), &g),
+    );
     let shown = lines(&diff(&empty, &with));
     assert_eq!(shown.len(), 1, "{shown:?}");
     assert!(
@@ -540,6 +543,18 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
     assert_eq!(shown[0], "- mcp.demo");
     assert!(
         shown[1].starts_with("+ mcp.demo: starts `node`"),
+        "{shown:?}"
+    );
+    // A URL instead of a command is another server too, shown with its URL.
+    let mut remote = with.clone();
+    remote.tools.insert(
+        "mcp.demo".into(),
+        ToolRecord::mcp(&McpLaunch::Url("https://mcp.example.com/mcp".into()), &g),
+    );
+    let shown = lines(&diff(&with, &remote));
+    assert_eq!(shown[0], "- mcp.demo");
+    assert!(
+        shown[1].starts_with("+ mcp.demo: connects to https://mcp.example.com/mcp with: "),
         "{shown:?}"
     );
 }

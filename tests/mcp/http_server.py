@@ -1,0 +1,47 @@
+"""A small streamable-HTTP MCP server (the official `mcp` SDK) for warden's
+tests. It listens on a loopback port of its own choosing, prints the port,
+and serves one tool, `whoami`, which answers with the Authorization header
+the request carried: the test checks that warden sent the secret and that
+the model never saw it.
+"""
+
+import socket
+import sys
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+# The Authorization header of the latest request (one client at a time).
+last_auth = ""
+server = MCPServer("remote-demo")
+
+
+@server.tool()
+def whoami(greeting: str) -> str:
+    """Says hello and shows the credentials the request carried."""
+    return f"{greeting}; authorization: {last_auth or 'none'}"
+
+
+def with_auth(app):
+    async def wrapped(scope, receive, send):
+        global last_auth
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            last_auth = headers.get(b"authorization", b"").decode()
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+def main():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    print(sock.getsockname()[1], flush=True)
+    app = with_auth(server.streamable_http_app())
+    config = uvicorn.Config(app, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
