@@ -62,8 +62,9 @@ pub enum Command {
     /// Serve this workspace's trusted, enabled tools to an MCP client on
     /// stdio (Claude Code, Codex CLI, Goose, ...).
     Mcp {
-        /// Allow calls that need approval (writes, network); without it they
-        /// are refused, since the server cannot ask.
+        /// Allow calls that need approval (writes, network); without it the
+        /// client's user is asked (elicitation), or, when the client cannot
+        /// ask, they are refused.
         #[arg(long, short = 'y')]
         yes: bool,
         /// Which calls need approval: never, writes or always. Overrides
