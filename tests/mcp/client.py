@@ -2,9 +2,12 @@
 
 Usage: client.py WARDEN WORKSPACE CALLS-JSON [warden mcp flags...]
 
-CALLS-JSON is a list of {"name": ..., "arguments": {...}}. Prints one JSON
+CALLS-JSON is a list of {"name": ..., "arguments": {...}}, or of
+{"method": ..., "params": ...} for a request sent as it is (a malformed
+one, through the SDK's own connection). Prints one JSON
 document: the server's name, its tools (name, description, inputSchema),
-each call's isError and text, and the messages of the elicitations the
+each call's isError and text (or a raw request's result or JSON-RPC error
+code and message), and the messages of the elicitations the
 server sent. With WARDEN_TEST_ELICIT=accept (or decline) set, the client
 supports elicitation and gives that answer; without it, it does not.
 """
@@ -16,6 +19,7 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 
 async def main() -> None:
@@ -44,6 +48,17 @@ async def main() -> None:
             ]
             report["calls"] = []
             for call in json.loads(calls):
+                if "method" in call:
+                    try:
+                        raw = await session._dispatcher.send_raw_request(
+                            call["method"], call["params"], {}
+                        )
+                        report["calls"].append({"result": raw})
+                    except MCPError as e:
+                        report["calls"].append(
+                            {"error": {"code": e.error.code, "message": e.error.message}}
+                        )
+                    continue
                 result = await session.call_tool(call["name"], call["arguments"])
                 report["calls"].append(
                     {

@@ -79,6 +79,11 @@ fn an_mcp_client_lists_and_calls_the_workspace_tools_through_the_sandbox() {
         {"name": "read_file", "arguments": {"path": sb.outside.join("secret.txt")}},
         {"name": "write_file", "arguments": {"path": "new.txt", "content": "x"}},
         {"name": "read_file", "arguments": {"nope": 1}},
+        // Malformed requests, through the SDK's connection: a JSON-RPC
+        // error each, and the server keeps serving.
+        {"method": "tools/call", "params": {"name": 5}},
+        {"method": "grant/everything", "params": {}},
+        {"name": "read_file", "arguments": {"path": "hello.txt"}},
     ]);
     let before = sb.outside_snapshot();
     let report = mcp_client(&sb, calls, &[]);
@@ -128,6 +133,10 @@ fn an_mcp_client_lists_and_calls_the_workspace_tools_through_the_sandbox() {
     // A schema error is a tool error with the message the model gets.
     assert_eq!(calls[4]["isError"], true);
     assert!(calls[4]["text"].as_str().unwrap().contains("path"));
+    assert!(calls[5]["error"]["code"].is_i64(), "{}", calls[5]);
+    assert_eq!(calls[6]["error"]["code"], -32601, "{}", calls[6]);
+    assert_eq!(calls[7]["isError"], false, "{}", calls[7]);
+    assert!(calls[7]["text"].as_str().unwrap().contains("world"));
     assert_eq!(sb.outside_snapshot(), before);
 }
 
