@@ -141,6 +141,11 @@ fn no_process_outlives_its_call() {
         .arg("777000")
         .spawn()
         .unwrap();
+    // Until the child has exec'd, its command line is still the parent's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while warden_tests::sleeping("777000").is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(warden_tests::sleeping("777000"), vec![control.id()]);
     control.kill().unwrap();
     control.wait().unwrap();
