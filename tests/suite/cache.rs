@@ -22,7 +22,10 @@ fn host(sb: &Sandbox, cache: &std::path::Path) -> Arc<ToolHost> {
 fn call_both(host: &Arc<ToolHost>) {
     let none = Grants::default();
     let upper = host.bind("uppercase", &none).unwrap();
-    assert_eq!(ok(upper.call_text(r#"{"text":"abc"}"#, &CallControl::new())), "ABC");
+    assert_eq!(
+        ok(upper.call_text(r#"{"text":"abc"}"#, &CallControl::new())),
+        "ABC"
+    );
     // Nothing is granted to it: the fs component itself says so.
     let read = host.bind("read_file", &none).unwrap();
     let out = read.call_text(r#"{"path":"hello.txt"}"#, &CallControl::new());
@@ -188,8 +191,14 @@ fn the_cli_reuses_the_cache_across_starts() {
     // Listed from what they described: none is loaded again.
     assert_eq!(stats(&sb), (0, 0));
     // A call loads its component from the cache.
-    let out = run_ok(sb.warden().args(["tools", "call", "read_file", r#"{"path":"hello.txt"}"#]));
+    let out = run_ok(
+        sb.warden()
+            .args(["tools", "call", "read_file", r#"{"path":"hello.txt"}"#]),
+    );
     assert!(out.contains("hello"), "{out}");
     let out = run_ok(sb.warden().args(["tools", "compile"]));
-    assert!(out.contains("0 component(s) compiled, 3 already in the cache"), "{out}");
+    assert!(
+        out.contains("0 component(s) compiled, 3 already in the cache"),
+        "{out}"
+    );
 }

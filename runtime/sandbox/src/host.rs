@@ -201,9 +201,8 @@ impl ToolHost {
             jobs.into_iter()
                 .map(|j| {
                     j.map(|j| {
-                        j.join().unwrap_or_else(|_| {
-                            Err(wasmtime::format_err!("the compiler panicked"))
-                        })
+                        j.join()
+                            .unwrap_or_else(|_| Err(wasmtime::format_err!("the compiler panicked")))
                     })
                 })
                 .collect()

@@ -35,7 +35,11 @@ impl ComponentSource {
     /// A built-in whose SHA-256 (hex) was worked out from the same bytes
     /// when warden was built, so that starting does not hash megabytes.
     /// It must be theirs: the compile cache knows components by it.
-    pub fn builtin_hashed(name: &str, bytes: &'static [u8], sha256: &'static str) -> ComponentSource {
+    pub fn builtin_hashed(
+        name: &str,
+        bytes: &'static [u8],
+        sha256: &'static str,
+    ) -> ComponentSource {
         debug_assert_eq!(warden_policy::sha256_hex(bytes), sha256);
         ComponentSource {
             known_sha256: Some(sha256),
