@@ -226,11 +226,11 @@ pub fn builtin_fs() -> ComponentSource {
 
 /// A component file loaded as a workspace drop-in.
 pub fn workspace_source(path: &str) -> ComponentSource {
-    ComponentSource {
-        origin: Origin::Workspace,
-        location: path.to_string(),
-        bytes: std::fs::read(path).unwrap().into(),
-    }
+    ComponentSource::from_bytes(
+        path.to_string(),
+        Origin::Workspace,
+        std::fs::read(path).unwrap(),
+    )
 }
 
 /// Path of the `warden` binary built by `make test`.

@@ -2,10 +2,13 @@
 
 use std::path::PathBuf;
 
+use sha2::{Digest, Sha256};
+
 const BUILTINS: &[&str] = &["fs", "fetch", "shell"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let dir = std::env::var_os("WARDEN_TOOLS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("../../target/wasm32-wasip2/release"));
@@ -19,10 +22,18 @@ fn main() {
                 path.display()
             );
         }
+        // The bytes embedded and the hash they are known by come from one
+        // read: a copy in OUT_DIR, so that a rebuilt component cannot slip
+        // in between.
+        let bytes = std::fs::read(&path).unwrap();
+        let copy = out.join(format!("{name}.wasm"));
+        std::fs::write(&copy, &bytes).unwrap();
+        let hash: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let var = format!("WARDEN_BUILTIN_{}", name.to_uppercase());
-        println!(
-            "cargo:rustc-env={var}={}",
-            path.canonicalize().unwrap().display()
-        );
+        println!("cargo:rustc-env={var}={}", copy.display());
+        println!("cargo:rustc-env={var}_SHA256={hash}");
     }
 }

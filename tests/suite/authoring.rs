@@ -364,9 +364,10 @@ fn compile_ahead_of_time_fills_the_cache() {
     assert!(compiled(&first) >= 1, "{first}");
     let second = run_ok(sb.warden().args(["tools", "compile"]));
     assert_eq!(compiled(&second), 0, "{second}");
-    // The next start compiles nothing.
+    // The next start compiles nothing, and lists the tools without
+    // loading a component.
     let json = run_ok(sb.warden().args(["tools", "list", "--json"]));
     let doc: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["cache"]["compiled"], 0, "{json}");
-    assert!(doc["cache"]["reused"].as_u64().unwrap() >= 1, "{json}");
+    assert_eq!(doc["cache"]["reused"], 0, "{json}");
 }

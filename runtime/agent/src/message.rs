@@ -91,6 +91,34 @@ impl ToolDef {
             }
         })
     }
+
+    /// The same entry, serialized from borrowed fields: what a request
+    /// body holds, without copying the schema each turn.
+    pub(crate) fn wire(&self) -> WireTool<'_> {
+        WireTool {
+            kind: "function",
+            function: WireFunction {
+                name: &self.name,
+                description: &self.description,
+                parameters: &self.parameters,
+            },
+        }
+    }
+}
+
+/// [`ToolDef::to_json`], borrowed; fields in the same order.
+#[derive(Serialize)]
+pub(crate) struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 /// Token counts reported by the server.

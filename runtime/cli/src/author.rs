@@ -397,8 +397,17 @@ fn arguments(schema: &Value) -> String {
 /// compiled into the cache now rather than at the next start.
 pub fn compile(ws: &Workspace) -> anyhow::Result<u8> {
     let tools = ws.toolset(Some(render::compiling()))?;
+    // Listed components load at their first call: load them all now.
+    let problems = tools.host().load_all();
     let stats = tools.host().cache_stats();
     render::warnings(&tools);
+    for p in &problems {
+        eprintln!(
+            "warning: skipped {}: {}",
+            inert(&p.location),
+            inert(&p.reason)
+        );
+    }
     println!(
         "{} component(s) compiled, {} already in the cache",
         stats.compiled(),

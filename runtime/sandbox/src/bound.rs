@@ -10,7 +10,7 @@ use crate::bind::Prepared;
 use crate::call::{Op, Out};
 use crate::granted::GrantedDirs;
 use crate::host::{Tool, ToolHost, ToolInfo};
-use crate::outcome::{CallOutcome, ToolError, cap_output};
+use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 use crate::watchdog::CallControl;
 
 /// A tool with its grants, prepared once: its directories are open, its
@@ -99,9 +99,15 @@ impl BoundTool {
         let name = &tool.info.spec.name;
         let mut stderr = String::new();
         let result = self.check_args(args).and_then(|()| {
+            let pre = self.host.component(tool.component).map_err(|why| {
+                ToolError::new(
+                    ErrorKind::Crashed,
+                    format!("the sandbox could not load the tool's component: {why}"),
+                )
+            })?;
             let text = args.to_string();
             let (out, err) = self.host.run(
-                &self.host.components[tool.component],
+                pre,
                 &self.prepared,
                 &self.grants.limits,
                 control,

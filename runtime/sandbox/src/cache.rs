@@ -6,15 +6,24 @@
 //! written by someone without the key), the result is a recompile, never
 //! foreign code. Entries are read into memory before use, so a file changed
 //! afterwards cannot fault the process (no shared mapping).
+//!
+//! Beside each entry, what the component answered to `describe()` is kept
+//! under the same MAC (`*.tools.json`): later starts list its tools from
+//! there and load the component only when one of them is called. A
+//! description that does not verify is ignored, and the component is loaded
+//! and described again.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use warden_state::StateDir;
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+use crate::bindings::GuestSpec;
 
 /// Bytes of the MAC at the end of every entry.
 const MAC_LEN: usize = 32;
@@ -121,10 +130,76 @@ impl CompileCache {
         Ok(component)
     }
 
+    fn description_name(&self, hash: &str) -> String {
+        format!("{hash}-{}.tools.json", self.engine_key)
+    }
+
+    /// What component `hash` answered to `describe()` when it last loaded,
+    /// if that was recorded under the user's key: its tools can be listed
+    /// without loading it.
+    pub(crate) fn description(&self, hash: &str) -> Option<Vec<GuestSpec>> {
+        let store = self.store.as_ref()?;
+        let name = self.description_name(hash);
+        let entry = store.dir.read(&name).ok()??;
+        let text = verified(&store.key, &name, &entry)?;
+        let specs: Vec<Described> = serde_json::from_slice(text).ok()?;
+        Some(specs.into_iter().map(GuestSpec::from).collect())
+    }
+
+    /// Records what component `hash` answered to `describe()`.
+    pub(crate) fn remember_description(&self, hash: &str, specs: &[GuestSpec]) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let name = self.description_name(hash);
+        let described: Vec<Described> = specs.iter().map(Described::from).collect();
+        let Ok(mut text) = serde_json::to_vec(&described) else {
+            return;
+        };
+        let mac = mac(&store.key, &name, &text);
+        text.extend_from_slice(&mac);
+        // Like the compiled code, only an optimisation.
+        let _ = store.dir.write_atomic(&name, &text);
+    }
+
     fn compile(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
         let c = Component::new(engine, bytes)?;
         self.stats.compiled.fetch_add(1, Ordering::Relaxed);
         Ok(c)
+    }
+}
+
+/// A `describe()` answer as stored.
+#[derive(Serialize, Deserialize)]
+struct Described {
+    name: String,
+    description: String,
+    parameters: String,
+    aliases: Vec<String>,
+    mutates: bool,
+}
+
+impl From<&GuestSpec> for Described {
+    fn from(s: &GuestSpec) -> Described {
+        Described {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            parameters: s.parameters.clone(),
+            aliases: s.aliases.clone(),
+            mutates: s.mutates,
+        }
+    }
+}
+
+impl From<Described> for GuestSpec {
+    fn from(d: Described) -> GuestSpec {
+        GuestSpec {
+            name: d.name,
+            description: d.description,
+            parameters: d.parameters,
+            aliases: d.aliases,
+            mutates: d.mutates,
+        }
     }
 }
 

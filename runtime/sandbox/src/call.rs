@@ -32,7 +32,8 @@ pub(crate) enum Out {
 /// Pool slots: at most this many instances at once; more calls wait their
 /// turn instead of failing.
 pub(crate) struct Permits {
-    free: Mutex<usize>,
+    /// Free slots, and calls waiting for one.
+    free: Mutex<(usize, usize)>,
     freed: Condvar,
 }
 
@@ -42,7 +43,7 @@ const QUEUE_CHECK: Duration = Duration::from_millis(50);
 impl Permits {
     pub(crate) fn new(n: usize) -> Permits {
         Permits {
-            free: Mutex::new(n),
+            free: Mutex::new((n, 0)),
             freed: Condvar::new(),
         }
     }
@@ -50,17 +51,19 @@ impl Permits {
     /// Waits for a slot; `None` when cancelled while waiting.
     fn take(&self, control: &CallControl) -> Option<Permit<'_>> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
+        while free.0 == 0 {
             if control.is_cancelled() {
                 return None;
             }
+            free.1 += 1;
             free = self
                 .freed
                 .wait_timeout(free, QUEUE_CHECK)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            free.1 -= 1;
         }
-        *free -= 1;
+        free.0 -= 1;
         Some(Permit(self))
     }
 }
@@ -69,8 +72,13 @@ struct Permit<'a>(&'a Permits);
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.freed.notify_one();
+        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.0 += 1;
+        // A notification is a system call even with no one waiting: only
+        // when a call waits for the slot.
+        if free.1 > 0 {
+            self.0.freed.notify_one();
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -13,13 +13,13 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::bind::{Prepared, prepare};
-use crate::bindings::ComponentPre;
+use crate::bindings::{ComponentPre, GuestSpec};
 use crate::bound::BoundTool;
 use crate::cache::{CacheConfig, CacheStats, CompileCache};
 use crate::call::{Op, Out, Permits};
 use crate::clock::add_bounded_timers;
 use crate::engine::{PoolConfig, new_engine};
-use crate::spec::{CheckedSpec, ToolSpec, check_specs};
+use crate::spec::{CheckedSpec, ToolSpec, check_specs, check_specs_later};
 use crate::wasi::CallState;
 use crate::watchdog::{CallControl, Watchdog};
 use crate::{ComponentSource, Error, Result};
@@ -99,6 +99,14 @@ pub(crate) struct Tool {
     pub(crate) component: usize,
 }
 
+/// A component: ready to instantiate, or, when its tools were listed from
+/// its cached description, loaded at the first call.
+pub(crate) struct Loaded {
+    pre: OnceLock<std::result::Result<ComponentPre<CallState>, String>>,
+    /// What it is loaded from while it is not.
+    deferred: Option<(ComponentSource, String)>,
+}
+
 /// Loads tool components; binds their tools to grants.
 pub struct ToolHost {
     pub(crate) engine: Engine,
@@ -108,7 +116,7 @@ pub struct ToolHost {
     describe_timeout: Duration,
     on_compile: Option<OnCompile>,
     config: Option<StateDir>,
-    pub(crate) components: Vec<ComponentPre<CallState>>,
+    components: Vec<Loaded>,
     pub(crate) tools: Vec<Tool>,
     names: HashMap<String, usize>,
     problems: Vec<LoadProblem>,
@@ -161,43 +169,57 @@ impl ToolHost {
 
     /// Loads components in order. A name already taken (by a built-in or an
     /// earlier component) is not overridden: the later tool is reported.
-    /// Components not in the compile cache are compiled in parallel first.
+    ///
+    /// A component that loaded before has its tools listed from the
+    /// description it gave then (kept in the compile cache under the
+    /// user's key) and is itself loaded at its first call: listing or
+    /// binding tools loads nothing. The others are compiled (or taken from
+    /// the compile cache) in parallel and described now.
     pub fn load(&mut self, sources: impl IntoIterator<Item = ComponentSource>) {
         let sources: Vec<ComponentSource> = sources.into_iter().collect();
-        let hashes: Vec<String> = sources
-            .iter()
-            .map(|s| warden_policy::sha256_hex(&s.bytes))
-            .collect();
-        let compiled: Vec<wasmtime::Result<Component>> = std::thread::scope(|scope| {
+        let hashes: Vec<String> = sources.iter().map(ComponentSource::sha256).collect();
+        let described: Vec<Option<Vec<GuestSpec>>> =
+            hashes.iter().map(|h| self.cache.description(h)).collect();
+        let compiled: Vec<Option<wasmtime::Result<Component>>> = std::thread::scope(|scope| {
             let jobs: Vec<_> = sources
                 .iter()
                 .zip(&hashes)
-                .map(|(source, hash)| {
+                .zip(&described)
+                .map(|((source, hash), described)| {
+                    if described.is_some() {
+                        return None;
+                    }
                     if !self.cache.has(hash)
                         && let Some(tell) = &self.on_compile
                     {
                         tell(&source.location, source.bytes.len());
                     }
                     let (cache, engine) = (&self.cache, &self.engine);
-                    scope.spawn(move || cache.load(engine, hash, &source.bytes))
+                    Some(scope.spawn(move || cache.load(engine, hash, &source.bytes)))
                 })
                 .collect();
             jobs.into_iter()
                 .map(|j| {
-                    j.join()
-                        .unwrap_or_else(|_| Err(wasmtime::format_err!("the compiler panicked")))
+                    j.map(|j| {
+                        j.join()
+                            .unwrap_or_else(|_| Err(wasmtime::format_err!("the compiler panicked")))
+                    })
                 })
                 .collect()
         });
-        for ((source, hash), component) in sources.iter().zip(hashes).zip(compiled) {
-            let loaded = component
-                .map_err(|e| not_a_component(&e))
-                .and_then(|c| self.add(source, hash, &c));
+        for (((source, hash), described), component) in
+            sources.into_iter().zip(hashes).zip(described).zip(compiled)
+        {
+            let location = source.location.clone();
+            let loaded = match (described, component) {
+                (Some(specs), _) => self.add_described(source, hash, specs),
+                (None, Some(component)) => component
+                    .map_err(|e| not_a_component(&e))
+                    .and_then(|c| self.add(&source, hash, &c)),
+                (None, None) => unreachable!("a component is either described or compiled"),
+            };
             if let Err(reason) = loaded {
-                self.problems.push(LoadProblem {
-                    location: source.location.clone(),
-                    reason,
-                });
+                self.problems.push(LoadProblem { location, reason });
             }
         }
     }
@@ -207,25 +229,67 @@ impl ToolHost {
         self.problems.extend(problems);
     }
 
+    /// Links a compiled component: what every instance of it is made from.
+    fn instance_pre(
+        &self,
+        component: &Component,
+    ) -> std::result::Result<ComponentPre<CallState>, String> {
+        let instance_pre = self.linker.instantiate_pre(component).map_err(|e| {
+            format!(
+                "it imports something warden does not provide ({e:#}); tools may use WASI 0.2 only"
+            )
+        })?;
+        ComponentPre::new(instance_pre).map_err(|e| {
+            format!(
+                "not a warden tool component: it does not export `warden:tool/tool@0.1.0` ({e:#}); \
+                 build it against wit/tool.wit"
+            )
+        })
+    }
+
     fn add(
         &mut self,
         source: &ComponentSource,
         hash: String,
         component: &Component,
     ) -> std::result::Result<(), String> {
-        let instance_pre = self.linker.instantiate_pre(component).map_err(|e| {
-            format!(
-                "it imports something warden does not provide ({e:#}); tools may use WASI 0.2 only"
-            )
-        })?;
-        let pre = ComponentPre::new(instance_pre).map_err(|e| {
-            format!(
-                "not a warden tool component: it does not export `warden:tool/tool@0.1.0` ({e:#}); \
-                 build it against wit/tool.wit"
-            )
-        })?;
+        let pre = self.instance_pre(component)?;
         let specs = self.describe(&pre)?;
-        let checked = check_specs(specs)?;
+        let checked = check_specs(specs.clone())?;
+        let loaded = Loaded {
+            pre: OnceLock::from(Ok(pre)),
+            deferred: None,
+        };
+        self.add_tools(source.origin, &source.location, &hash, checked, loaded)?;
+        self.cache.remember_description(&hash, &specs);
+        Ok(())
+    }
+
+    /// Adds the tools of a component described in the cache; the
+    /// component loads at the first call of one of them.
+    fn add_described(
+        &mut self,
+        source: ComponentSource,
+        hash: String,
+        specs: Vec<GuestSpec>,
+    ) -> std::result::Result<(), String> {
+        let checked = check_specs_later(specs)?;
+        let (origin, location) = (source.origin, source.location.clone());
+        let loaded = Loaded {
+            pre: OnceLock::new(),
+            deferred: Some((source, hash.clone())),
+        };
+        self.add_tools(origin, &location, &hash, checked, loaded)
+    }
+
+    fn add_tools(
+        &mut self,
+        origin: Origin,
+        location: &str,
+        hash: &str,
+        checked: Vec<CheckedSpec>,
+        loaded: Loaded,
+    ) -> std::result::Result<(), String> {
         for c in &checked {
             for name in std::iter::once(&c.spec.name).chain(&c.spec.aliases) {
                 if let Some(&i) = self.names.get(name) {
@@ -238,7 +302,7 @@ impl ToolHost {
             }
         }
         let index = self.components.len();
-        self.components.push(pre);
+        self.components.push(loaded);
         for c in checked {
             let t = self.tools.len();
             for name in std::iter::once(&c.spec.name).chain(&c.spec.aliases) {
@@ -247,9 +311,9 @@ impl ToolHost {
             self.tools.push(Tool {
                 info: ToolInfo {
                     spec: c.spec.clone(),
-                    origin: source.origin,
-                    location: source.location.clone(),
-                    hash: hash.clone(),
+                    origin,
+                    location: location.to_string(),
+                    hash: hash.to_string(),
                 },
                 checked: c,
                 component: index,
@@ -258,12 +322,64 @@ impl ToolHost {
         Ok(())
     }
 
+    /// The component `index`, loaded now if it was listed from its cached
+    /// description (see [`ToolHost::load`]); the error says why it does
+    /// not load.
+    pub(crate) fn component(
+        &self,
+        index: usize,
+    ) -> std::result::Result<&ComponentPre<CallState>, String> {
+        let loaded = &self.components[index];
+        let pre = loaded.pre.get_or_init(|| {
+            let Some((source, hash)) = &loaded.deferred else {
+                unreachable!("a component not loaded at once is deferred");
+            };
+            if !self.cache.has(hash)
+                && let Some(tell) = &self.on_compile
+            {
+                tell(&source.location, source.bytes.len());
+            }
+            let component = self
+                .cache
+                .load(&self.engine, hash, &source.bytes)
+                .map_err(|e| not_a_component(&e))?;
+            self.instance_pre(&component)
+        });
+        pre.as_ref().map_err(Clone::clone)
+    }
+
+    /// Loads now, in parallel, every component whose tools were listed
+    /// from its cached description (`warden tools compile`: nothing is
+    /// left to compile at the first call). Returns those that do not load.
+    pub fn load_all(&self) -> Vec<LoadProblem> {
+        std::thread::scope(|scope| {
+            let jobs: Vec<_> = self
+                .components
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| Some((i, &c.deferred.as_ref()?.0.location)))
+                .map(|(i, location)| (location, scope.spawn(move || self.component(i).err())))
+                .collect();
+            jobs.into_iter()
+                .filter_map(|(location, job)| {
+                    let reason = job
+                        .join()
+                        .unwrap_or_else(|_| Some("the compiler panicked".into()))?;
+                    Some(LoadProblem {
+                        location: location.clone(),
+                        reason,
+                    })
+                })
+                .collect()
+        })
+    }
+
     /// Runs `describe()` in the sandbox like any call: no grants, the
     /// describe time limit, the default memory limit.
     fn describe(
         &self,
         pre: &ComponentPre<CallState>,
-    ) -> std::result::Result<Vec<crate::bindings::GuestSpec>, String> {
+    ) -> std::result::Result<Vec<GuestSpec>, String> {
         let limits = Limits {
             timeout: self.describe_timeout,
             ..Limits::default()

@@ -1,7 +1,9 @@
 //! The sandbox: the only crate that knows wasmtime.
 //!
 //! It loads `warden:tool` components (compiled once, cached on disk under a
-//! MAC), asks each which tools it offers, and binds each tool to its
+//! MAC), asks each which tools it offers (remembered in the cache, so that
+//! later starts list them without loading the component before its first
+//! call), and binds each tool to its
 //! [`Grants`](warden_policy::Grants) once: the granted directories are
 //! opened then and every call uses those handles. Each call runs in a fresh
 //! instance with only what the grants give it (preopened directories, named

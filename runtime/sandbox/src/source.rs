@@ -16,6 +16,9 @@ pub struct ComponentSource {
     pub location: String,
     /// The component bytes.
     pub bytes: Cow<'static, [u8]>,
+    /// Their SHA-256, when known before (a built-in's, worked out when
+    /// warden was built).
+    known_sha256: Option<&'static str>,
 }
 
 impl ComponentSource {
@@ -25,16 +28,51 @@ impl ComponentSource {
             origin: Origin::Builtin,
             location: format!("builtin:{name}"),
             bytes: Cow::Borrowed(bytes),
+            known_sha256: None,
+        }
+    }
+
+    /// A built-in whose SHA-256 (hex) was worked out from the same bytes
+    /// when warden was built, so that starting does not hash megabytes.
+    /// It must be theirs: the compile cache knows components by it.
+    pub fn builtin_hashed(
+        name: &str,
+        bytes: &'static [u8],
+        sha256: &'static str,
+    ) -> ComponentSource {
+        debug_assert_eq!(warden_policy::sha256_hex(bytes), sha256);
+        ComponentSource {
+            known_sha256: Some(sha256),
+            ..ComponentSource::builtin(name, bytes)
+        }
+    }
+
+    /// A component from a file, with `bytes` read from it.
+    pub fn from_bytes(location: String, origin: Origin, bytes: Vec<u8>) -> ComponentSource {
+        ComponentSource {
+            origin,
+            location,
+            bytes: Cow::Owned(bytes),
+            known_sha256: None,
+        }
+    }
+
+    /// SHA-256 of the bytes, in hex: what the compile cache and the trust
+    /// record know the component by.
+    pub fn sha256(&self) -> String {
+        match self.known_sha256 {
+            Some(known) => known.to_string(),
+            None => warden_policy::sha256_hex(&self.bytes),
         }
     }
 
     /// One component file (a regular file of at most 256 MiB).
     pub fn from_file(path: &Path, origin: Origin) -> std::io::Result<ComponentSource> {
-        Ok(ComponentSource {
+        Ok(ComponentSource::from_bytes(
+            path.display().to_string(),
             origin,
-            location: path.display().to_string(),
-            bytes: Cow::Owned(read_component(path)?),
-        })
+            read_component(path)?,
+        ))
     }
 
     /// Every `*.wasm` file directly in `dir`, sorted by name. A missing folder
@@ -62,11 +100,11 @@ impl ComponentSource {
         let mut problems = Vec::new();
         for path in paths {
             match read_component(&path) {
-                Ok(bytes) => sources.push(ComponentSource {
+                Ok(bytes) => sources.push(ComponentSource::from_bytes(
+                    path.display().to_string(),
                     origin,
-                    location: path.display().to_string(),
-                    bytes: Cow::Owned(bytes),
-                }),
+                    bytes,
+                )),
                 Err(e) => problems.push(LoadProblem {
                     location: path.display().to_string(),
                     reason: format!("cannot read the file: {e}"),

@@ -1,6 +1,8 @@
 //! Tool specs from `describe`: checked once at load, then used to validate
 //! every call's arguments before the guest runs.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -27,7 +29,9 @@ pub struct ToolSpec {
 /// A spec with its compiled argument validator.
 pub(crate) struct CheckedSpec {
     pub(crate) spec: ToolSpec,
-    validator: jsonschema::Validator,
+    /// Compiled when the spec is checked, or, for a description recorded
+    /// when it was checked before, at the first call.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl std::fmt::Debug for CheckedSpec {
@@ -38,6 +42,17 @@ impl std::fmt::Debug for CheckedSpec {
 
 /// Checks the specs a component described; the error says which tool and why.
 pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, String> {
+    let checked = check_specs_later(specs)?;
+    for c in &checked {
+        c.validator()?;
+    }
+    Ok(checked)
+}
+
+/// [`check_specs`] for a description that passed it when it was recorded:
+/// each schema is compiled at the tool's first call, so that listing tools
+/// compiles none.
+pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, String> {
     if specs.is_empty() {
         return Err("describe() returned no tools".into());
     }
@@ -79,19 +94,6 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
                 s.name
             ));
         }
-        // Patterns run with a backtracking bound: a pattern cannot make one
-        // check take unbounded time either.
-        let validator = jsonschema::options()
-            .with_pattern_options(
-                jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000),
-            )
-            .build(&parameters)
-            .map_err(|e| {
-                format!(
-                    "tool `{}`: parameters is not a valid JSON Schema: {e}",
-                    s.name
-                )
-            })?;
         out.push(CheckedSpec {
             spec: ToolSpec {
                 name: s.name,
@@ -100,13 +102,35 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec>, Str
                 aliases: s.aliases,
                 mutates: s.mutates,
             },
-            validator,
+            validator: OnceLock::new(),
         });
     }
     Ok(out)
 }
 
 impl CheckedSpec {
+    /// The compiled schema; the error says why it does not compile.
+    fn validator(&self) -> Result<&jsonschema::Validator, String> {
+        self.validator
+            .get_or_init(|| {
+                // Patterns run with a backtracking bound: a pattern cannot
+                // make one check take unbounded time either.
+                jsonschema::options()
+                    .with_pattern_options(
+                        jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000),
+                    )
+                    .build(&self.spec.parameters)
+                    .map_err(|e| {
+                        format!(
+                            "tool `{}`: parameters is not a valid JSON Schema: {e}",
+                            self.spec.name
+                        )
+                    })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// Parses call arguments: one JSON object (an empty string counts as
     /// `{}`, as models often send for a tool without arguments). The error
     /// tells the model how to call correctly.
@@ -142,13 +166,15 @@ impl CheckedSpec {
     /// Validates parsed arguments against the schema; the error tells the
     /// model how to call correctly.
     pub(crate) fn check_args(&self, value: &Value) -> Result<(), ToolError> {
+        let validator = self
+            .validator()
+            .map_err(|e| ToolError::new(ErrorKind::Crashed, e))?;
         // The fast check first; the errors are worked out only when needed.
-        if self.validator.is_valid(value) {
+        if validator.is_valid(value) {
             return Ok(());
         }
         let name = &self.spec.name;
-        let problems: Vec<String> = self
-            .validator
+        let problems: Vec<String> = validator
             .iter_errors(value)
             .take(5)
             .map(|e| {

@@ -11,11 +11,24 @@
 use warden_policy::{Baseline, Origin};
 use warden_sandbox::ComponentSource;
 
-/// The built-in components, embedded at build time (see build.rs).
-const COMPONENTS: &[(&str, &[u8])] = &[
-    ("fs", include_bytes!(env!("WARDEN_BUILTIN_FS"))),
-    ("fetch", include_bytes!(env!("WARDEN_BUILTIN_FETCH"))),
-    ("shell", include_bytes!(env!("WARDEN_BUILTIN_SHELL"))),
+/// The built-in components, embedded at build time with their SHA-256
+/// (see build.rs).
+const COMPONENTS: &[(&str, &[u8], &str)] = &[
+    (
+        "fs",
+        include_bytes!(env!("WARDEN_BUILTIN_FS")),
+        env!("WARDEN_BUILTIN_FS_SHA256"),
+    ),
+    (
+        "fetch",
+        include_bytes!(env!("WARDEN_BUILTIN_FETCH")),
+        env!("WARDEN_BUILTIN_FETCH_SHA256"),
+    ),
+    (
+        "shell",
+        include_bytes!(env!("WARDEN_BUILTIN_SHELL")),
+        env!("WARDEN_BUILTIN_SHELL_SHA256"),
+    ),
 ];
 
 /// Every built-in tool: name, component, baseline.
@@ -41,7 +54,7 @@ pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
 pub fn builtin_sources() -> impl Iterator<Item = ComponentSource> {
     COMPONENTS
         .iter()
-        .map(|(name, bytes)| ComponentSource::builtin(name, bytes))
+        .map(|(name, bytes, sha256)| ComponentSource::builtin_hashed(name, bytes, sha256))
 }
 
 /// What `tool` gets without a section of its own: its manifest entry for a
@@ -100,6 +113,17 @@ mod tests {
             } else {
                 assert_eq!(b, Baseline::WorkspaceRead, "{}", t.spec.name);
             }
+        }
+    }
+
+    /// The hashes worked out at build time are those of the bytes embedded.
+    #[test]
+    fn builtin_hashes_are_those_of_their_bytes() {
+        for (name, bytes, sha256) in COMPONENTS {
+            assert_eq!(warden_policy::sha256_hex(bytes), *sha256, "{name}");
+        }
+        for source in builtin_sources() {
+            assert_eq!(source.sha256(), warden_policy::sha256_hex(&source.bytes));
         }
     }
 

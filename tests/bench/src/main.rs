@@ -148,13 +148,14 @@ fn main() {
     // missing file: guest start-up and one failed open), `--profile-upper`
     // (the smallest component). `--calls N` sets the count (default 20000).
     // `--profile-idle` counts page faults and context switches of calls
-    // made after a second of sleep.
+    // made after a second of sleep. `--profile-agent` runs the agent
+    // overhead measurement (50 turns each) until `--calls` turns are done.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
         .iter()
         .position(|a| a == "--calls")
         .and_then(|i| argv.get(i + 1))
-        .map_or(20_000, |n| n.parse().expect("--calls N"));
+        .map_or(20_000, |n| n.parse::<usize>().expect("--calls N"));
     let profile = |name: &str, args: &str, t: &warden_tests::Tools| {
         for _ in 0..calls {
             t.call(name, args);
@@ -174,6 +175,12 @@ fn main() {
     }
     if argv.iter().any(|a| a == "--profile-idle") {
         return profile_idle(&tools, args);
+    }
+    if argv.iter().any(|a| a == "--profile-agent") {
+        for _ in 0..calls.div_ceil(50) {
+            agent::overhead(50);
+        }
+        return;
     }
     // Warm up, then measure.
     for _ in 0..200 {

@@ -24,17 +24,36 @@ const SHORT_OUTPUT: usize = 600;
 
 /// The estimated tokens of a message (its JSON, plus a few for framing).
 pub(super) fn message_tokens(m: &Message) -> u64 {
-    let bytes = serde_json::to_string(m).map_or(0, |s| s.len()) as u64;
-    bytes.div_ceil(BYTES_PER_TOKEN) + 4
+    json_len(m).div_ceil(BYTES_PER_TOKEN) + 4
 }
 
 /// The estimated prompt tokens of a request.
 pub(crate) fn request_tokens(history: &[Message], tools: &[ToolDef]) -> u64 {
     let tools: u64 = tools
         .iter()
-        .map(|t| (t.to_json().to_string().len() as u64).div_ceil(BYTES_PER_TOKEN))
+        .map(|t| json_len(&t.wire()).div_ceil(BYTES_PER_TOKEN))
         .sum();
     history.iter().map(message_tokens).sum::<u64>() + tools
+}
+
+/// The length of `v` as compact JSON, counted as it is written (every
+/// turn estimates the whole conversation: no copy of it is made).
+fn json_len(v: &impl serde::Serialize) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    match serde_json::to_writer(&mut n, v) {
+        Ok(()) => n.0,
+        Err(_) => 0,
+    }
 }
 
 /// The prompt budget of a window: what is left after room for the answer.
@@ -73,11 +92,7 @@ impl Agent {
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<(), AgentError> {
-        let tools: Vec<ToolDef> = if self.text_mode {
-            Vec::new()
-        } else {
-            self.specs.iter().map(|t| t.def.clone()).collect()
-        };
+        let tools = self.offered();
         // Half of the conversation; the system prompt and tools stay.
         let fixed = request_tokens(&self.history[..1], &tools);
         let total = request_tokens(&self.history, &tools);
@@ -329,6 +344,18 @@ mod tests {
             content: "x".repeat(3_000),
         };
         assert!(message_tokens(&m) > 1_000);
+        // Counted as written: the same length as the JSON text.
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(message_tokens(&m), (text.len() as u64).div_ceil(3) + 4);
+        let t = ToolDef {
+            name: "n".into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        assert_eq!(
+            request_tokens(&[], std::slice::from_ref(&t)),
+            (t.to_json().to_string().len() as u64).div_ceil(3)
+        );
         let s = shortened(&"é".repeat(1_000));
         assert!(
             s.starts_with("éé") && s.contains("1700 more bytes left out"),

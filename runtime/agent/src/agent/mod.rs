@@ -18,7 +18,7 @@ use crate::client::{Client, ClientError, ClientEvent, Completion, Request};
 use crate::session::{Record, Session, now};
 use crate::settings::{Protocol, Settings};
 use crate::textproto::{self, Segment};
-use crate::{AgentTool, Message, ToolCall, ToolRunner, prompt};
+use crate::{AgentTool, Message, ToolCall, ToolDef, ToolRunner, prompt};
 
 /// One conversation with the model.
 pub struct Agent {
@@ -26,6 +26,9 @@ pub struct Agent {
     settings: Settings,
     tools: Arc<dyn ToolRunner>,
     specs: Vec<AgentTool>,
+    /// The definitions sent with each request (made once: the specs do
+    /// not change).
+    defs: Arc<[ToolDef]>,
     workspace: PathBuf,
     text_mode: bool,
     history: Vec<Message>,
@@ -60,6 +63,7 @@ impl Agent {
         for t in &mut specs {
             t.def.parameters = prompt::schema_for_model(&t.def.parameters);
         }
+        let defs = specs.iter().map(|t| t.def.clone()).collect();
         let text_mode = settings.protocol == Protocol::Text;
         let window = settings.context_window;
         let mut agent = Agent {
@@ -67,6 +71,7 @@ impl Agent {
             settings,
             tools,
             specs,
+            defs,
             workspace,
             text_mode,
             history: Vec::new(),
@@ -139,12 +144,23 @@ impl Agent {
     }
 
     fn push(&mut self, message: Message) -> Result<(), AgentError> {
-        self.record(Record::Message {
-            ts: now(),
-            message: message.clone(),
-        })?;
+        if self.session.is_some() {
+            self.record(Record::Message {
+                ts: now(),
+                message: message.clone(),
+            })?;
+        }
         self.history.push(message);
         Ok(())
+    }
+
+    /// The tool definitions to send: none under the text protocol.
+    fn offered(&self) -> Arc<[ToolDef]> {
+        if self.text_mode {
+            Arc::new([])
+        } else {
+            self.defs.clone()
+        }
     }
 
     /// Sends a user message and runs the loop until a final answer.
@@ -218,11 +234,7 @@ impl Agent {
     ) -> Result<Completion, AgentError> {
         let mut overflowed = false;
         loop {
-            let defs: Vec<_> = if self.text_mode {
-                Vec::new()
-            } else {
-                self.specs.iter().map(|t| t.def.clone()).collect()
-            };
+            let defs = self.offered();
             self.fit(&defs, cancel, on).await?;
             on(Event::Thinking);
             let request = Request {

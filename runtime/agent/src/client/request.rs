@@ -4,12 +4,12 @@ use std::fmt;
 use std::time::Instant;
 
 use reqwest::Url;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::retry::{self, Failure};
 use super::shown::Shown;
 use super::{ClientConfig, ClientError, ClientEvent, Completion, Request};
-use crate::ToolDef;
+use crate::{Message, ToolDef};
 
 /// A chat-completions client for one server and model.
 pub struct Client {
@@ -82,11 +82,9 @@ impl Client {
         req: Request<'_>,
         on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
     ) -> Result<Completion, ClientError> {
-        let body = serde_json::to_vec(&request_body(&self.cfg, &req)).map_err(|e| {
-            ClientError::Malformed {
-                endpoint: self.endpoint.clone(),
-                reason: format!("cannot encode the request: {e}"),
-            }
+        let body = request_body(&self.cfg, &req).map_err(|e| ClientError::Malformed {
+            endpoint: self.endpoint.clone(),
+            reason: format!("cannot encode the request: {e}"),
         })?;
         let tools_sent = !req.tools.is_empty();
         let max_attempts = self.cfg.max_attempts.max(1);
@@ -148,20 +146,48 @@ impl Client {
 
 /// The JSON body: `model`, `messages`, `tools` (only when there are some),
 /// `stream`, and `stream_options.include_usage` so that streamed answers
-/// report token counts too.
-pub(crate) fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
-    let mut body = json!({
-        "model": cfg.model,
-        "messages": req.messages,
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = req.tools.iter().map(ToolDef::to_json).collect();
+/// report token counts too. Serialized from the borrowed conversation, in
+/// one pass, with nothing copied.
+pub(crate) fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body {
+        model: &cfg.model,
+        messages: req.messages,
+        tools: Tools(req.tools),
+        stream: cfg.stream,
+        stream_options: cfg.stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+    })
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    #[serde(skip_serializing_if = "Tools::is_empty")]
+    tools: Tools<'a>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+struct Tools<'a>(&'a [ToolDef]);
+
+impl Tools<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
-    body["stream"] = cfg.stream.into();
-    if cfg.stream {
-        body["stream_options"] = json!({ "include_usage": true });
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ToolDef::wire))
     }
-    body
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 /// A transport error in words, without its URL (which `ClientError` already
@@ -186,4 +212,75 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
         source = err.source();
     }
     text.to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::ToolCall;
+
+    /// The body as it was built before, through a `Value`: the bytes sent
+    /// must not change.
+    fn through_value(cfg: &ClientConfig, req: &Request<'_>) -> Vec<u8> {
+        let mut body = json!({
+            "model": cfg.model,
+            "messages": req.messages,
+        });
+        if !req.tools.is_empty() {
+            body["tools"] = req.tools.iter().map(ToolDef::to_json).collect();
+        }
+        body["stream"] = cfg.stream.into();
+        if cfg.stream {
+            body["stream_options"] = json!({ "include_usage": true });
+        }
+        serde_json::to_vec(&body).unwrap()
+    }
+
+    #[test]
+    fn the_body_is_the_same_json_as_through_a_value() {
+        let messages = [
+            Message::System {
+                content: "be \"brief\"\n\u{1}é".into(),
+            },
+            Message::User {
+                content: "hi".into(),
+            },
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![ToolCall::new("c1", "read_file", r#"{"path":"a"}"#)],
+            },
+            Message::Tool {
+                tool_call_id: "c1".into(),
+                content: "text".into(),
+            },
+            Message::Assistant {
+                content: Some("done".into()),
+                tool_calls: Vec::new(),
+            },
+        ];
+        let tools = [ToolDef {
+            name: "read_file".into(),
+            description: "Reads.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"minimum": 1.5}}, "required": ["path"]}),
+        }];
+        for stream in [false, true] {
+            let mut cfg = ClientConfig::new("http://localhost/v1", "m");
+            cfg.stream = stream;
+            for tools in [&tools[..], &[]] {
+                let req = Request {
+                    messages: &messages,
+                    tools,
+                };
+                let bytes = request_body(&cfg, &req).unwrap();
+                assert_eq!(
+                    String::from_utf8(bytes.clone()).unwrap(),
+                    String::from_utf8(through_value(&cfg, &req)).unwrap()
+                );
+                let v: Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(v.get("tools").is_some(), !tools.is_empty());
+            }
+        }
+    }
 }
