@@ -76,7 +76,10 @@ fmt:
 	cargo fmt --manifest-path tests/guests/Cargo.toml --all
 
 bench: build test-guests examples
-	cargo run --release -p warden-bench
+	@# Built with the whole workspace: `-p warden-bench` alone unifies other
+	@# features and would compile wasmtime a second time.
+	cargo build --release --workspace --bins
+	$(CARGO_TARGET_DIR)/release/warden-bench
 
 ## The main job: one task against the configured endpoint (see README).
 run: build
