@@ -214,7 +214,16 @@ fn read_body(res: IncomingResponse, url: &Url, deadline: Deadline) -> Result<Vec
             }
             Err(StreamError::Closed) => break,
             Err(StreamError::LastOperationFailed(e)) => {
-                let why = wasip2::http::types::http_error_code(&e)
+                let code = wasip2::http::types::http_error_code(&e);
+                // The host's wait between bytes ends with the call's
+                // deadline too: under load it may fire first.
+                if matches!(
+                    code,
+                    Some(ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout)
+                ) {
+                    return Err(timeout(url, deadline, "the rest of the body"));
+                }
+                let why = code
                     .map(|c| format!("{c:?}"))
                     .unwrap_or_else(|| e.to_debug_string());
                 return Err(ToolError::Failed(format!(
