@@ -73,7 +73,7 @@ impl Outbound {
 
     /// Whether a request to `url` would pass the allow-list; `Err` names
     /// the host and port that are not granted.
-    pub fn check(&self, url: &http::Uri) -> Result<(), OutboundError> {
+    fn check(&self, url: &http::Uri) -> Result<(), OutboundError> {
         let (host, port, _) = target(url)?;
         if self.allow.allows(&host, port) {
             Ok(())
