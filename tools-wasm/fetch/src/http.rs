@@ -46,6 +46,11 @@ impl Deadline {
         self.0.saturating_sub(monotonic_clock::now()).max(1)
     }
 
+    /// Whether the deadline has come (to the millisecond).
+    fn passed(self) -> bool {
+        monotonic_clock::now().saturating_add(1_000_000) >= self.0
+    }
+
     /// The time the call allows, for messages.
     pub fn shown(self) -> String {
         format!("{:.1}s", Duration::from_nanos(self.0).as_secs_f64())
@@ -215,12 +220,15 @@ fn read_body(res: IncomingResponse, url: &Url, deadline: Deadline) -> Result<Vec
             Err(StreamError::Closed) => break,
             Err(StreamError::LastOperationFailed(e)) => {
                 let code = wasip2::http::types::http_error_code(&e);
-                // The host's wait between bytes ends with the call's
-                // deadline too: under load it may fire first.
-                if matches!(
-                    code,
-                    Some(ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout)
-                ) {
+                // The host's wait between bytes is set to end at this
+                // deadline: under load it ends the read first (the error
+                // then carries no code, only its text).
+                if deadline.passed()
+                    || matches!(
+                        code,
+                        Some(ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout)
+                    )
+                {
                     return Err(timeout(url, deadline, "the rest of the body"));
                 }
                 let why = code
