@@ -183,8 +183,29 @@ fn snapshot(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
 pub struct Tools(pub Toolset);
 
 impl Tools {
-    /// Runs one call with raw argument text, not cancelled.
+    /// Runs one call with raw argument text, not cancelled, as the agent
+    /// runs it: the tool's next instance is made ahead before this returns.
     pub fn call(&self, name: &str, args: &str) -> CallOutcome {
+        let mut outcome = None;
+        self.call_then(name, args, |o| outcome = Some(o));
+        outcome.expect("every call delivers its outcome")
+    }
+
+    /// [`Tools::call`], handing the outcome to `deliver` as soon as it is
+    /// known, before the next instance is made.
+    pub fn call_then(&self, name: &str, args: &str, deliver: impl FnOnce(CallOutcome)) {
+        let Some(tool) = self.0.find(name) else {
+            return deliver(self.0.unknown(name));
+        };
+        match tool.parse_args(args) {
+            Ok(args) => tool.call_then(&args, &CallControl::new(), deliver),
+            Err(_) => deliver(tool.call_text(args, &CallControl::new())),
+        }
+    }
+
+    /// Runs one call with no instance made ahead afterwards (as `warden
+    /// tools call` does).
+    pub fn call_once(&self, name: &str, args: &str) -> CallOutcome {
         self.0.call(name, args, &CallControl::new())
     }
 }

@@ -20,6 +20,21 @@ fn time_limit_is_the_tools_own_timeout() {
 }
 
 #[test]
+fn the_clock_reads_zero_when_the_call_starts_whenever_its_instance_was_made() {
+    let (_sb, tools) = extras("[tools.probe_clock]\n");
+    let reading = |tools: &warden_tests::Tools| -> u64 {
+        ok(tools.call("probe_clock", "{}")).parse().unwrap()
+    };
+    // The first call makes its instance in the call; each call then makes
+    // the next one's ahead, which waits here longer than any call takes.
+    for _ in 0..3 {
+        let ns = reading(&tools);
+        assert!(ns < 200_000_000, "the clock read {ns} ns into the call");
+        std::thread::sleep(std::time::Duration::from_millis(400));
+    }
+}
+
+#[test]
 fn list_dir_types_entries_without_following_links_out_of_the_grant() {
     let (sb, tools) = extras("[tools.probe_list_dir]\nread = [\".\"]\n");
     let outside = tempfile::tempdir().unwrap();

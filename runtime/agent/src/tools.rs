@@ -91,4 +91,16 @@ pub trait ToolRunner: Send + Sync + 'static {
     fn tools(&self) -> Vec<AgentTool>;
     /// Runs one call, blocking, until it answers or `cancel` stops it.
     fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult;
+    /// Runs one call like [`ToolRunner::call`], handing its result to
+    /// `deliver` as soon as it is known; whatever the runner does after a
+    /// call (readying the tool for its next one) follows on this thread.
+    fn call_then(
+        &self,
+        name: &str,
+        arguments: &str,
+        cancel: &CallCancel,
+        deliver: Box<dyn FnOnce(ToolResult) + Send>,
+    ) {
+        deliver(self.call(name, arguments, cancel));
+    }
 }

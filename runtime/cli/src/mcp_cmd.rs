@@ -303,9 +303,22 @@ impl ServerHandler for Server {
             ct.cancelled().await;
             on_cancel.cancel();
         });
-        let result = tokio::task::spawn_blocking(move || runner.call(&name, &args, &cancel))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None));
+        // The answer goes out as soon as it is known; the tool's next
+        // instance is made ahead after it, on the same thread.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::task::spawn_blocking(move || {
+            runner.call_then(
+                &name,
+                &args,
+                &cancel,
+                Box::new(move |r| {
+                    let _ = tx.send(r);
+                }),
+            );
+        });
+        let result = rx.await.map_err(|_| {
+            McpError::internal_error("the tool host failed while running this call", None)
+        });
         watch.abort();
         let result = result?;
         let content = vec![ContentBlock::text(result.output)];

@@ -1,13 +1,13 @@
 //! A tool bound to its grants: what a workspace calls.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
 use warden_policy::Grants;
 
 use crate::bind::Prepared;
-use crate::call::{Op, Out};
+use crate::call::{Fresh, Op, Out};
 use crate::granted::GrantedDirs;
 use crate::host::{Tool, ToolHost, ToolInfo};
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
@@ -21,6 +21,8 @@ pub struct BoundTool {
     tool: usize,
     grants: Arc<Grants>,
     prepared: Arc<Prepared>,
+    /// The instance made ahead for the next call, if any.
+    ready: Arc<Mutex<Option<Fresh>>>,
 }
 
 impl std::fmt::Debug for BoundTool {
@@ -44,6 +46,7 @@ impl BoundTool {
             tool,
             grants,
             prepared,
+            ready: Arc::default(),
         }
     }
 
@@ -91,13 +94,42 @@ impl BoundTool {
     }
 
     /// Runs one call with already parsed arguments: validated against the
-    /// schema, then run in a fresh instance. `control` cancels it. Every
-    /// failure comes back in the outcome, never as a panic.
+    /// schema, then run in an instance no call has used. `control` cancels
+    /// it. Every failure comes back in the outcome, never as a panic.
     pub fn call(&self, args: &Value, control: &CallControl) -> CallOutcome {
+        let mut outcome = None;
+        self.run(args, control, false, |o| outcome = Some(o));
+        outcome.expect("every call delivers its outcome")
+    }
+
+    /// Runs one call like [`BoundTool::call`] and hands its outcome to
+    /// `deliver` as soon as it is known. Then, on this thread, the call's
+    /// instance is torn down and the next call's instance is made ahead,
+    /// so that a call made later (after the model's next turn) starts at
+    /// once. Nothing is left running: no thread waits for the next call.
+    pub fn call_then(
+        &self,
+        args: &Value,
+        control: &CallControl,
+        deliver: impl FnOnce(CallOutcome),
+    ) {
+        self.run(args, control, true, deliver);
+    }
+
+    fn run(
+        &self,
+        args: &Value,
+        control: &CallControl,
+        ahead: bool,
+        deliver: impl FnOnce(CallOutcome),
+    ) {
         let start = Instant::now();
         let tool = self.tool();
         let name = &tool.info.spec.name;
+        let limits = &self.grants.limits;
         let mut stderr = String::new();
+        let mut spent = None;
+        let mut component = None;
         let result = self.check_args(args).and_then(|()| {
             let pre = self.host.component(tool.component).map_err(|why| {
                 ToolError::new(
@@ -105,38 +137,60 @@ impl BoundTool {
                     format!("the sandbox could not load the tool's component: {why}"),
                 )
             })?;
+            component = Some(pre);
             let text = args.to_string();
-            let (out, err) = self.host.run(
+            let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let ran = self.host.run(
                 pre,
                 &self.prepared,
-                &self.grants.limits,
+                limits,
                 control,
                 Op::Call { name, args: &text },
+                ready,
             );
-            stderr = err;
-            match out? {
+            stderr = ran.stderr;
+            spent = Some(ran.spent);
+            match ran.result? {
                 Out::Called(answer) => answer.map_err(ToolError::from),
                 Out::Specs(_) => unreachable!("a call answers a result"),
             }
         });
-        let limit = self.grants.limits.output;
         let (result, truncated) = match result {
             Ok(out) => {
-                let (out, cut) = cap_output(out, limit);
+                let (out, cut) = cap_output(out, limits.output);
                 (Ok(out), cut)
             }
             Err(mut e) => {
-                let (msg, cut) = cap_output(std::mem::take(&mut e.message), limit);
+                let (msg, cut) = cap_output(std::mem::take(&mut e.message), limits.output);
                 e.message = msg;
                 (Err(e), cut)
             }
         };
-        CallOutcome {
+        deliver(CallOutcome {
             tool: name.clone(),
             result,
             truncated,
             duration: start.elapsed(),
             stderr,
+        });
+        drop(spent);
+        let Some(pre) = component.filter(|_| ahead && !control.is_cancelled()) else {
+            return;
+        };
+        if self
+            .ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return;
+        }
+        if let Some(fresh) = self.host.make_ahead(pre, &self.prepared, limits) {
+            let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            // A call running alongside may have made one meanwhile.
+            if ready.is_none() {
+                *ready = Some(fresh);
+            }
         }
     }
 

@@ -1,6 +1,8 @@
-//! One call: a fresh instance in a store of its own, run until it answers,
-//! traps, or the watchdog stops it.
+//! One call: an instance no call has used, in a store of its own (made in
+//! the call, or ahead of it at the end of the tool's previous call), run
+//! until it answers, traps, or the watchdog stops it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -9,8 +11,9 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::alloc::Budget;
 use crate::bind::Prepared;
-use crate::bindings::{ComponentPre, GuestError, GuestSpec};
+use crate::bindings::{Component, ComponentPre, GuestError, GuestSpec};
 use crate::clock::CallClock;
+use crate::engine::AHEAD;
 use crate::host::ToolHost;
 use crate::net::{Denials, Notes};
 use crate::outcome::{ErrorKind, ToolError};
@@ -68,7 +71,7 @@ impl Permits {
     }
 }
 
-struct Permit<'a>(&'a Permits);
+pub(crate) struct Permit<'a>(&'a Permits);
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
@@ -82,44 +85,109 @@ impl Drop for Permit<'_> {
     }
 }
 
-impl ToolHost {
-    /// Runs `op` in a fresh instance of `pre`, made from `prepared`, within
-    /// `limits`. Returns the answer or the error for the model, and what
-    /// the guest wrote to stderr.
-    pub(crate) fn run(
-        &self,
-        pre: &ComponentPre<CallState>,
-        prepared: &Prepared,
-        limits: &Limits,
-        control: &CallControl,
-        op: Op<'_>,
-    ) -> (Result<Out, ToolError>, String) {
-        let tool = match op {
-            Op::Call { name, .. } => name,
-            Op::Describe => "describe",
-        };
-        let cancelled = || ToolError::new(ErrorKind::Cancelled, "the user cancelled this call");
-        if control.is_cancelled() {
-            return (Err(cancelled()), String::new());
+/// What a call's store shares with the host: the guest's stderr, the
+/// requests refused, the notes for the model, the memory budget.
+struct Handles {
+    stderr: CappedPipe,
+    denied: Denials,
+    notes: Notes,
+    budget: Arc<Budget>,
+}
+
+impl Handles {
+    fn new(limits: &Limits, engine: &wasmtime::Engine) -> Handles {
+        Handles {
+            stderr: CappedPipe::default(),
+            denied: Denials::default(),
+            notes: Notes::default(),
+            budget: Arc::new(Budget::new(limits.memory, engine)),
         }
-        let Some(_permit) = self.permits.take(control) else {
-            return (Err(cancelled()), String::new());
-        };
-        let clock = CallClock::starting_now(limits.timeout);
-        let stderr = CappedPipe::default();
-        let denied = Denials::default();
-        let notes = Notes::default();
-        let budget = Arc::new(Budget::new(limits.memory, &self.engine));
-        // From here, host memory allocated on this thread counts, and the
-        // watchdog stops the call at its deadline or on cancellation.
-        let charging = budget.charge();
-        let watch = self.watchdog.watch(control, clock.deadline());
-        let slot = control.slot().clone();
-        let state = call_state(prepared, clock, &stderr, &denied, &notes, budget.clone());
+    }
+}
+
+/// An instance of a tool that no call has used yet, made ahead, at the end
+/// of the tool's previous call, so that the next call starts in it. It
+/// holds one of the pool's slots for instances made ahead.
+pub(crate) struct Fresh {
+    store: Store<CallState>,
+    guest: Component,
+    handles: Handles,
+    _ahead: AheadSlot,
+}
+
+/// The pool's slots for instances made ahead, beyond those of running
+/// calls: a fixed number, so that waiting instances never take a running
+/// call's place.
+pub(crate) struct Ahead(Arc<AtomicUsize>);
+
+impl Ahead {
+    pub(crate) fn new() -> Ahead {
+        Ahead(Arc::new(AtomicUsize::new(0)))
+    }
+
+    /// A slot, or `None` when every one holds an instance.
+    fn take(&self) -> Option<AheadSlot> {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < AHEAD as usize).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| AheadSlot(self.0.clone()))
+    }
+}
+
+struct AheadSlot(Arc<AtomicUsize>);
+
+impl Drop for AheadSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What is left of a call once it answered: its store, whose pool slot is
+/// reset and given back when this is dropped, and then its permit.
+pub(crate) struct Spent<'a> {
+    _store: Option<Store<CallState>>,
+    _permit: Option<Permit<'a>>,
+}
+
+impl Spent<'_> {
+    fn nothing() -> Self {
+        Spent {
+            _store: None,
+            _permit: None,
+        }
+    }
+}
+
+/// A call's answer, what the guest wrote to stderr, and what is left to
+/// tear down.
+pub(crate) struct Ran<'a> {
+    pub(crate) result: Result<Out, ToolError>,
+    pub(crate) stderr: String,
+    pub(crate) spent: Spent<'a>,
+}
+
+impl ToolHost {
+    /// The store of one call, or of an instance made ahead.
+    fn store(&self, prepared: &Prepared, clock: CallClock, h: &Handles) -> Store<CallState> {
+        let state = call_state(
+            prepared,
+            clock,
+            &h.stderr,
+            &h.denied,
+            &h.notes,
+            h.budget.clone(),
+        );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let stop = slot.clone();
-        let spent = budget.clone();
+        store
+    }
+
+    /// Stops the guest at its next epoch check once `slot` expires or the
+    /// budget is spent.
+    fn arm(store: &mut Store<CallState>, slot: &Arc<Slot>, budget: &Arc<Budget>) {
+        let (stop, spent) = (slot.clone(), budget.clone());
         store.epoch_deadline_callback(move |_| {
             Ok(if stop.expired() || spent.spent() {
                 UpdateDeadline::Interrupt
@@ -128,9 +196,103 @@ impl ToolHost {
             })
         });
         store.set_epoch_deadline(1);
+    }
+
+    /// Makes an instance of `pre` from `prepared` for a later call, within
+    /// `limits` and under the watchdog like a call. `None` when every slot
+    /// for instances made ahead is taken, or the instance could not be made
+    /// (the call that needs it then makes its own and reports why).
+    pub(crate) fn make_ahead(
+        &self,
+        pre: &ComponentPre<CallState>,
+        prepared: &Prepared,
+        limits: &Limits,
+    ) -> Option<Fresh> {
+        let ahead = self.ahead.take()?;
+        let clock = CallClock::starting_now(limits.timeout);
+        let handles = Handles::new(limits, &self.engine);
+        let control = CallControl::new();
+        let mut store = self.store(prepared, clock, &handles);
+        let guest = {
+            let _charging = handles.budget.charge();
+            let _watch = self.watchdog.watch(&control, clock.deadline());
+            Self::arm(&mut store, control.slot(), &handles.budget);
+            let expired = control.slot().wake.notified();
+            wasmtime_wasi::runtime::in_tokio(async {
+                tokio::select! {
+                    biased;
+                    made = pre.instantiate_async(&mut store) => made.ok(),
+                    () = expired => None,
+                }
+            })?
+        };
+        Some(Fresh {
+            store,
+            guest,
+            handles,
+            _ahead: ahead,
+        })
+    }
+
+    /// Runs `op` in `ready`, an instance made ahead, or else in a fresh
+    /// instance of `pre` made from `prepared`, within `limits`.
+    pub(crate) fn run(
+        &self,
+        pre: &ComponentPre<CallState>,
+        prepared: &Prepared,
+        limits: &Limits,
+        control: &CallControl,
+        op: Op<'_>,
+        ready: Option<Fresh>,
+    ) -> Ran<'_> {
+        let tool = match op {
+            Op::Call { name, .. } => name,
+            Op::Describe => "describe",
+        };
+        let cancelled = || Ran {
+            result: Err(ToolError::new(
+                ErrorKind::Cancelled,
+                "the user cancelled this call",
+            )),
+            stderr: String::new(),
+            spent: Spent::nothing(),
+        };
+        if control.is_cancelled() {
+            return cancelled();
+        }
+        let Some(permit) = self.permits.take(control) else {
+            return cancelled();
+        };
+        // The clock reads zero and the time limit starts now, whenever the
+        // instance was made.
+        let clock = CallClock::starting_now(limits.timeout);
+        let (mut store, made, h) = match ready {
+            Some(Fresh {
+                mut store,
+                guest,
+                handles,
+                ..
+            }) => {
+                store.data_mut().start(clock);
+                (store, Some(guest), handles)
+            }
+            None => {
+                let handles = Handles::new(limits, &self.engine);
+                (self.store(prepared, clock, &handles), None, handles)
+            }
+        };
+        // From here, host memory allocated on this thread counts, and the
+        // watchdog stops the call at its deadline or on cancellation.
+        let charging = h.budget.charge();
+        let watch = self.watchdog.watch(control, clock.deadline());
+        let slot = control.slot().clone();
+        Self::arm(&mut store, &slot, &h.budget);
         let run = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            let tool = instance.warden_tool_tool();
+            let guest = match made {
+                Some(guest) => guest,
+                None => pre.instantiate_async(&mut store).await?,
+            };
+            let tool = guest.warden_tool_tool();
             match op {
                 Op::Describe => tool.call_describe(&mut store).await.map(Out::Specs),
                 Op::Call { name, args } => tool
@@ -149,23 +311,21 @@ impl ToolHost {
                 () = expired => None,
             }
         });
-        let result = match answered {
+        let mut result = match answered {
             Some(Ok(out)) => Ok(out),
             Some(Err(e)) => {
-                Err(stopped(&slot, &budget, limits).unwrap_or_else(|| crashed(&e, &stderr)))
+                Err(stopped(&slot, &h.budget, limits).unwrap_or_else(|| crashed(&e, &h.stderr)))
             }
-            None => Err(stopped(&slot, &budget, limits).unwrap_or_else(|| timed_out(limits))),
+            None => Err(stopped(&slot, &h.budget, limits).unwrap_or_else(|| timed_out(limits))),
         };
-        drop(store);
         drop(watch);
         drop(charging);
-        let mut result = result;
-        let denied = std::mem::take(&mut *denied.lock().unwrap_or_else(|e| e.into_inner()));
+        let denied = std::mem::take(&mut *h.denied.lock().unwrap_or_else(|e| e.into_inner()));
         let mut note = String::new();
         if !denied.is_empty() {
             note = denial_note(tool, &denied);
         }
-        for n in std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner())) {
+        for n in std::mem::take(&mut *h.notes.lock().unwrap_or_else(|e| e.into_inner())) {
             note.push_str(&format!("\n[warden: {n}]"));
         }
         if !note.is_empty() {
@@ -175,8 +335,13 @@ impl ToolHost {
                 _ => {}
             }
         }
+        let spent = Spent {
+            _store: Some(store),
+            _permit: Some(permit),
+        };
         // No secret leaves the call, whatever the tool managed to learn.
         let secrets = &prepared.secrets;
+        let mut stderr = h.stderr.text();
         if !secrets.is_empty() {
             match &mut result {
                 Ok(Out::Called(Ok(out))) => *out = secrets.scrub(out).into_owned(),
@@ -189,9 +354,13 @@ impl ToolHost {
                 Err(e) => e.message = secrets.scrub(&e.message).into_owned(),
                 _ => {}
             }
-            return (result, secrets.scrub(&stderr.text()).into_owned());
+            stderr = secrets.scrub(&stderr).into_owned();
         }
-        (result, stderr.text())
+        Ran {
+            result,
+            stderr,
+            spent,
+        }
     }
 }
 
@@ -282,4 +451,19 @@ fn stderr_tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = &lines[lines.len().saturating_sub(3)..];
     tail.join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AHEAD, Ahead};
+
+    #[test]
+    fn instances_made_ahead_never_take_more_than_their_slots() {
+        let ahead = Ahead::new();
+        let held: Vec<_> = (0..AHEAD).map_while(|_| ahead.take()).collect();
+        assert_eq!(held.len(), AHEAD as usize);
+        assert!(ahead.take().is_none(), "a slot past the last");
+        drop(held);
+        assert!(ahead.take().is_some(), "slots come back when freed");
+    }
 }

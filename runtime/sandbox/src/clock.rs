@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, Resource};
-use wasmtime_wasi::HostMonotonicClock;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
 use crate::wasi::CallState;
@@ -60,15 +59,6 @@ impl CallClock {
     }
 }
 
-impl HostMonotonicClock for CallClock {
-    fn resolution(&self) -> u64 {
-        1
-    }
-    fn now(&self) -> u64 {
-        self.now_ns()
-    }
-}
-
 struct Timer(tokio::time::Instant);
 
 #[wasmtime_wasi::async_trait]
@@ -84,10 +74,13 @@ fn timer(state: &mut CallState, after: Duration) -> wasmtime::Result<Resource<Dy
     subscribe(&mut state.table, timer)
 }
 
-/// Shadows the linker's `subscribe-duration` and `subscribe-instant`.
+/// Shadows the linker's `wasi:clocks/monotonic-clock`: it reads the call's
+/// clock, and its timers end by the call's deadline.
 pub(crate) fn add_bounded_timers(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut clock = linker.instance(MONOTONIC_CLOCK)?;
+    clock.func_wrap("now", |cx, (): ()| Ok((cx.data().clock.now_ns(),)))?;
+    clock.func_wrap("resolution", |_, (): ()| Ok((1u64,)))?;
     clock.func_wrap("subscribe-duration", |mut cx, (ns,): (u64,)| {
         Ok((timer(cx.data_mut(), Duration::from_nanos(ns))?,))
     })?;

@@ -7,6 +7,10 @@ use crate::{Error, Result};
 /// Largest memory any tool may be granted (wasm32 cannot address more).
 pub(crate) const MAX_MEMORY: u64 = 4 << 30;
 
+/// Pool slots for instances made ahead of a tool's next call, beyond
+/// [`PoolConfig::instances`]: the tools called most recently each keep one.
+pub(crate) const AHEAD: u32 = 16;
+
 /// Dirty linear-memory bytes reset in place (instead of unmapped) when an
 /// instance ends, and likewise for tables; see [`new_engine`].
 const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
@@ -46,7 +50,7 @@ impl Default for PoolConfig {
 
 /// Builds the engine every component is compiled for and run in.
 pub(crate) fn new_engine(pool_config: &PoolConfig) -> Result<Engine> {
-    let n = pool_config.instances;
+    let n = pool_config.instances + AHEAD;
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(n)
         .max_core_instances_per_component(pool_config.core_instances_per_component)

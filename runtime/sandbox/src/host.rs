@@ -16,7 +16,7 @@ use crate::bind::{Prepared, prepare};
 use crate::bindings::{ComponentPre, GuestSpec};
 use crate::bound::BoundTool;
 use crate::cache::{CacheConfig, CacheStats, CompileCache};
-use crate::call::{Op, Out, Permits};
+use crate::call::{Ahead, Op, Out, Permits};
 use crate::clock::add_bounded_timers;
 use crate::engine::{PoolConfig, new_engine};
 use crate::spec::{CheckedSpec, ToolSpec, check_specs, check_specs_later};
@@ -122,6 +122,7 @@ pub struct ToolHost {
     problems: Vec<LoadProblem>,
     pub(crate) watchdog: Watchdog,
     pub(crate) permits: Permits,
+    pub(crate) ahead: Ahead,
     /// Calls with equal grants share what was prepared for them.
     prepared: Mutex<HashMap<Grants, Arc<Prepared>>>,
 }
@@ -152,6 +153,7 @@ impl ToolHost {
         Ok(ToolHost {
             watchdog: Watchdog::new(&engine),
             permits: Permits::new(config.pool.instances as usize),
+            ahead: Ahead::new(),
             engine,
             workspace,
             linker,
@@ -385,8 +387,15 @@ impl ToolHost {
             ..Limits::default()
         };
         let nothing = prepare(&Grants::default(), &self.workspace, None)?;
-        let (out, _stderr) = self.run(pre, &nothing, &limits, &CallControl::new(), Op::Describe);
-        match out {
+        let ran = self.run(
+            pre,
+            &nothing,
+            &limits,
+            &CallControl::new(),
+            Op::Describe,
+            None,
+        );
+        match ran.result {
             Ok(Out::Specs(specs)) => Ok(specs),
             Ok(Out::Called(_)) => unreachable!("describe answers specs"),
             Err(why) => Err(format!("describe() failed: {}", why.message)),

@@ -31,7 +31,7 @@ type SendResult = wasmtime_wasi_http::Result<(
 pub(crate) struct NetGate {
     allow: Arc<NetworkAllow>,
     secrets: Arc<Secrets>,
-    clock: CallClock,
+    pub(crate) clock: CallClock,
     denied: Denials,
     notes: Notes,
 }

@@ -33,6 +33,15 @@ pub(crate) struct CallState {
     pub(crate) exec: Arc<crate::process::ExecPlan>,
 }
 
+impl CallState {
+    /// The call begins now (its instance may have been made earlier): its
+    /// clock reads zero and its time limit runs from here.
+    pub(crate) fn start(&mut self, clock: CallClock) {
+        self.clock = clock;
+        self.net.clock = clock;
+    }
+}
+
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
@@ -215,8 +224,9 @@ pub(crate) fn call_state(
     notes: &Notes,
     budget: Arc<Budget>,
 ) -> CallState {
+    // The monotonic clock is the call's own (see `clock.rs`), read from
+    // `CallState::clock`, which `start` resets when the call begins.
     let mut b = WasiCtxBuilder::new();
-    b.monotonic_clock(clock);
     b.stdout(CappedPipe::default())
         .stderr(stderr.clone())
         .allow_tcp(false)

@@ -134,20 +134,61 @@ impl SandboxRunner {
         &self.tools
     }
 
-    fn run(&self, tool: &BoundTool, arguments: &str, cancel: &CallCancel) -> ToolResult {
-        let fail = |e: warden_sandbox::ToolError, args: Option<Value>| ToolResult {
-            ok: false,
-            output: e.to_string(),
-            error_kind: Some(e.kind.label().to_string()),
-            arguments: args,
-            ..ToolResult::default()
+    /// Runs a call of a sandboxed tool; the result goes to `deliver`.
+    /// With `ahead`, the tool's next instance is then made on this thread.
+    fn run(
+        &self,
+        tool: &BoundTool,
+        arguments: &str,
+        cancel: &CallCancel,
+        ahead: bool,
+        deliver: impl FnOnce(ToolResult),
+    ) {
+        match self.prepare(tool, arguments, cancel) {
+            Err(refused) => deliver(*refused),
+            Ok((args, control)) => {
+                let journal = self
+                    .journal
+                    .as_ref()
+                    .filter(|_| tool.info().spec.mutates || tool.grants().needs_approval());
+                if let Some(j) = journal {
+                    j.before(tool, &args);
+                }
+                let done = |outcome: CallOutcome| {
+                    if let Some(j) = journal {
+                        j.after(tool, &args, outcome.result.is_ok());
+                    }
+                    deliver(result_of(outcome, Some(args.clone())));
+                };
+                if ahead {
+                    tool.call_then(&args, &control, done);
+                } else {
+                    done(tool.call(&args, &control));
+                }
+            }
+        }
+    }
+
+    /// Everything before a call runs: its arguments parsed and checked,
+    /// approval, cancellation. The error is the call's result.
+    fn prepare(
+        &self,
+        tool: &BoundTool,
+        arguments: &str,
+        cancel: &CallCancel,
+    ) -> Result<(Value, CallControl), Box<ToolResult>> {
+        let fail = |e: warden_sandbox::ToolError, args: Option<Value>| {
+            Box::new(ToolResult {
+                ok: false,
+                output: e.to_string(),
+                error_kind: Some(e.kind.label().to_string()),
+                arguments: args,
+                ..ToolResult::default()
+            })
         };
-        let args = match tool.parse_args(arguments) {
-            Ok(v) => v,
-            Err(e) => return fail(e, None),
-        };
+        let args = tool.parse_args(arguments).map_err(|e| fail(e, None))?;
         if let Err(e) = tool.check_args(&args) {
-            return fail(e, Some(args));
+            return Err(fail(e, Some(args)));
         }
         let request = ApprovalRequest {
             tool: &tool.info().spec.name,
@@ -156,34 +197,23 @@ impl SandboxRunner {
             dirs: tool.dirs(),
         };
         if let Some(refused) = self.refused(&request) {
-            return refused;
+            return Err(Box::new(refused));
         }
         if cancel.is_cancelled() {
-            return ToolResult {
+            return Err(Box::new(ToolResult {
                 ok: false,
                 output: "cancelled by the user before it ran".into(),
                 error_kind: Some("cancelled".into()),
                 arguments: Some(args),
                 ..ToolResult::default()
-            };
+            }));
         }
         let control = CallControl::new();
         cancel.on_cancel({
             let control = control.clone();
             move || control.cancel()
         });
-        let journal = self
-            .journal
-            .as_ref()
-            .filter(|_| tool.info().spec.mutates || tool.grants().needs_approval());
-        if let Some(j) = journal {
-            j.before(tool, &args);
-        }
-        let outcome = tool.call(&args, &control);
-        if let Some(j) = journal {
-            j.after(tool, &args, outcome.result.is_ok());
-        }
-        result_of(outcome, Some(args))
+        Ok((args, control))
     }
 }
 
@@ -295,13 +325,38 @@ impl ToolRunner for SandboxRunner {
     }
 
     fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult {
+        let mut result = None;
+        self.dispatch(name, arguments, cancel, false, |r| result = Some(r));
+        result.expect("every call delivers its result")
+    }
+
+    fn call_then(
+        &self,
+        name: &str,
+        arguments: &str,
+        cancel: &CallCancel,
+        deliver: Box<dyn FnOnce(ToolResult) + Send>,
+    ) {
+        self.dispatch(name, arguments, cancel, true, deliver);
+    }
+}
+
+impl SandboxRunner {
+    fn dispatch(
+        &self,
+        name: &str,
+        arguments: &str,
+        cancel: &CallCancel,
+        ahead: bool,
+        deliver: impl FnOnce(ToolResult),
+    ) {
         if let Some(tool) = self.tools.find(name) {
-            return self.run(tool, arguments, cancel);
+            return self.run(tool, arguments, cancel, ahead, deliver);
         }
         if let Some((mcp, tool)) = self.tools.mcp().and_then(|m| m.find(name).map(|t| (m, t))) {
-            return self.run_mcp(mcp, tool, arguments, cancel);
+            return deliver(self.run_mcp(mcp, tool, arguments, cancel));
         }
-        result_of(self.tools.unknown(name), None)
+        deliver(result_of(self.tools.unknown(name), None));
     }
 }
 

@@ -15,7 +15,7 @@ use crate::{CallCancel, ToolCall, ToolResult};
 /// A call of a batch: answered at once, or running on the blocking pool.
 enum Run {
     Refused(ToolResult),
-    Started(CallCancel, tokio::task::JoinHandle<ToolResult>),
+    Started(CallCancel, tokio::sync::oneshot::Receiver<ToolResult>),
 }
 
 impl Agent {
@@ -70,9 +70,17 @@ impl Agent {
                     let stop = CallCancel::default();
                     let (name, args) = (c.function.name.clone(), c.function.arguments.clone());
                     let call = stop.clone();
-                    let handle =
-                        tokio::task::spawn_blocking(move || tools.call(&name, &args, &call));
-                    Run::Started(stop, handle)
+                    // The result comes back as soon as it is known; the
+                    // runner's work after the call goes on without holding
+                    // up the turn.
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let deliver = Box::new(move |r| {
+                        let _ = tx.send(r);
+                    });
+                    tokio::task::spawn_blocking(move || {
+                        tools.call_then(&name, &args, &call, deliver);
+                    });
+                    Run::Started(stop, rx)
                 })
                 .collect();
             let stops: Vec<CallCancel> = running
@@ -98,9 +106,10 @@ impl Agent {
                                 h.await
                             }
                         };
-                        let r = joined.unwrap_or_else(|e| ToolResult {
+                        // No result: the runner panicked before giving one.
+                        let r = joined.unwrap_or_else(|_| ToolResult {
                             ok: false,
-                            output: format!("error: the tool host failed: {e}"),
+                            output: "error: the tool host failed while running this call".into(),
                             duration: Duration::ZERO,
                             error_kind: Some("failed".into()),
                             ..ToolResult::default()

@@ -1,6 +1,7 @@
 //! Probes the host extras (`warden:tool/host-extras`) for warden's
-//! integration tests: what `call.time-limit` says, and what `host-fs.list-dir`
-//! answers for a handle the guest holds. Never shipped.
+//! integration tests: what `call.time-limit` and the monotonic clock say, and
+//! what `host-fs.list-dir` answers for a handle the guest holds. Never
+//! shipped.
 
 wit_bindgen::generate!({
     path: "../../../wit",
@@ -27,6 +28,7 @@ impl Guest for Component {
     fn describe() -> Vec<Spec> {
         [
             ("probe_time_limit", "Returns the call's time limit in nanoseconds."),
+            ("probe_clock", "Returns the monotonic clock's reading, in nanoseconds."),
             (
                 "probe_list_dir",
                 "Lists `path` (relative to the first preopen, `.` by default) with host-fs list-dir: one `type name` line per entry, then `bad-names N`; opens it as a file when `file` is true.",
@@ -48,6 +50,7 @@ impl Guest for Component {
             serde_json::from_str(&args).map_err(|e| Error::InvalidArgs(e.to_string()))?;
         match name.as_str() {
             "probe_time_limit" => Ok(warden::tool::call::time_limit().to_string()),
+            "probe_clock" => Ok(wasip2::clocks::monotonic_clock::now().to_string()),
             "probe_list_dir" => {
                 let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
                 let as_file = args.get("file").and_then(Value::as_bool).unwrap_or(false);
