@@ -130,6 +130,10 @@ impl BoundTool {
         let mut stderr = String::new();
         let mut spent = None;
         let mut component = None;
+        // Whether the guest answered: only then is another instance made
+        // ahead (one that trapped, ran out of time or memory, or was
+        // cancelled could do so again, unwatched by anyone waiting).
+        let mut answered = false;
         let result = self.check_args(args).and_then(|()| {
             let pre = self.host.component(tool.component).map_err(|why| {
                 ToolError::new(
@@ -151,7 +155,10 @@ impl BoundTool {
             stderr = ran.stderr;
             spent = Some(ran.spent);
             match ran.result? {
-                Out::Called(answer) => answer.map_err(ToolError::from),
+                Out::Called(answer) => {
+                    answered = true;
+                    answer.map_err(ToolError::from)
+                }
                 Out::Specs(_) => unreachable!("a call answers a result"),
             }
         });
@@ -174,7 +181,7 @@ impl BoundTool {
             stderr,
         });
         drop(spent);
-        let Some(pre) = component.filter(|_| ahead && !control.is_cancelled()) else {
+        let Some(pre) = component.filter(|_| ahead && answered) else {
             return;
         };
         if self
