@@ -185,6 +185,10 @@ fn main() {
     // `--profile-idle` counts page faults and context switches of calls
     // made after a second of sleep. `--profile-agent` runs the agent
     // overhead measurement (50 turns each) until `--calls` turns are done.
+    // `--profile-cold` times `--calls` calls each made after 64 MiB of
+    // memory was swept (cold caches and TLB, as after idle, without the
+    // sleep): read_file, or `--args JSON` for it, or `--upper`. `--idle`
+    // prints only the after-idle rows.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
         .iter()
@@ -210,6 +214,35 @@ fn main() {
     }
     if argv.iter().any(|a| a == "--profile-idle") {
         return profile_idle(&tools, args);
+    }
+    if argv.iter().any(|a| a == "--profile-cold") {
+        // Calls after the caches were swept (no sleep): the cold path, many
+        // times, for `perf record -e cpu-clock`.
+        let mut sweep = vec![0u8; 64 << 20];
+        let mut took = Vec::new();
+        let sb2 = Sandbox::new();
+        sb2.policy("[tools.uppercase]\n");
+        let upper = sb2.toolset(&[warden_tests::guests::UPPERCASE]);
+        let (tools, name, args) = if argv.iter().any(|a| a == "--upper") {
+            (&upper, "uppercase", r#"{"text":"a"}"#)
+        } else if let Some(i) = argv.iter().position(|a| a == "--args") {
+            (&tools, "read_file", argv[i + 1].as_str())
+        } else {
+            (&tools, "read_file", args)
+        };
+        for i in 0..calls {
+            for b in sweep.iter_mut().step_by(64) {
+                *b = b.wrapping_add(i as u8);
+            }
+            std::hint::black_box(&sweep);
+            let t = Instant::now();
+            tools.call_then(name, args, |o| {
+                took.push(t.elapsed());
+                std::hint::black_box(o);
+            });
+        }
+        println!("cold {name} (median of {calls}): {}", us(median(took)));
+        return;
     }
     if argv.iter().any(|a| a == "--idle") {
         let (w, m, n, c) = idle_rows(&tools, args, &file);
