@@ -187,7 +187,8 @@ fn main() {
     // overhead measurement (50 turns each) until `--calls` turns are done.
     // `--profile-cold` times `--calls` calls each made after 64 MiB of
     // memory was swept (cold caches and TLB, as after idle, without the
-    // sleep): read_file, or `--args JSON` for it, or `--upper`. `--idle`
+    // sleep): read_file, or `--args JSON` for it, or `--upper`, or
+    // `--native` (the same read with std::fs). `--idle`
     // prints only the after-idle rows.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
@@ -220,6 +221,7 @@ fn main() {
         // times, for `perf record -e cpu-clock`.
         let mut sweep = vec![0u8; 64 << 20];
         let mut took = Vec::new();
+        let native = argv.iter().any(|a| a == "--native");
         let sb2 = Sandbox::new();
         sb2.policy("[tools.uppercase]\n");
         let upper = sb2.toolset(&[warden_tests::guests::UPPERCASE]);
@@ -236,11 +238,17 @@ fn main() {
             }
             std::hint::black_box(&sweep);
             let t = Instant::now();
+            if native {
+                std::hint::black_box(std::fs::read_to_string(&file).unwrap());
+                took.push(t.elapsed());
+                continue;
+            }
             tools.call_then(name, args, |o| {
                 took.push(t.elapsed());
                 std::hint::black_box(o);
             });
         }
+        let name = if native { "native read" } else { name };
         println!("cold {name} (median of {calls}): {}", us(median(took)));
         return;
     }
