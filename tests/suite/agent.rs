@@ -503,6 +503,45 @@ fn chat_reads_lines_runs_slash_commands_and_keeps_the_conversation() {
 }
 
 #[test]
+fn the_chat_history_replaces_a_planted_link_instead_of_writing_through_it() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("Hello!")]);
+    let state = sb.folders().state.join("warden");
+    let target = sb.outside.join("victim.txt");
+    std::fs::write(&target, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&target, state.join("history")).unwrap();
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .arg("chat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"say \"hi\"\n/exit\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+    let history = state.join("history");
+    assert!(
+        !std::fs::symlink_metadata(&history).unwrap().is_symlink(),
+        "the link is still there"
+    );
+    let saved = std::fs::read_to_string(&history).unwrap();
+    assert!(saved.lines().any(|l| l == r#""say \"hi\"""#), "{saved}");
+}
+
+#[test]
 fn without_yes_a_non_interactive_run_refuses_writes_and_the_model_sees_it() {
     let sb = Sandbox::new();
     let mock = MockLlm::start(vec![

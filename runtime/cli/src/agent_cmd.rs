@@ -11,6 +11,7 @@ use warden_agent::settings::{self, Overrides, Protocol};
 use warden_agent::{Agent, AgentError, Message, Usage};
 
 use warden_policy::{inert, inert_text};
+use warden_state::StateDir;
 use warden_workspace::{ApprovalMode, Journal, SandboxRunner, TurnChanges, Workspace};
 
 use crate::approval::Approver;
@@ -350,6 +351,32 @@ fn recap(records: &[Record]) -> String {
     )
 }
 
+/// The chat's line history: one JSON string per line, in warden's state
+/// folder, read and replaced through the folder's handle (a link planted in
+/// its place is never followed).
+const HISTORY: &str = "history";
+
+fn load_history(rl: &mut rustyline::DefaultEditor, dir: &StateDir) {
+    let Ok(Some(bytes)) = dir.read(HISTORY) else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        // Lines of another format (an older warden's) are skipped.
+        if let Ok(entry) = serde_json::from_str::<String>(line) {
+            let _ = rl.add_history_entry(entry);
+        }
+    }
+}
+
+fn save_history(rl: &rustyline::DefaultEditor, dir: &StateDir) -> std::io::Result<()> {
+    let mut out = String::new();
+    for entry in rl.history().iter() {
+        out.push_str(&serde_json::Value::from(entry.as_str()).to_string());
+        out.push('\n');
+    }
+    dir.write_atomic(HISTORY, out.as_bytes())
+}
+
 /// `warden chat`.
 pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow::Result<u8> {
     let Built {
@@ -361,9 +388,9 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
     } = build(ws, flags, which)?;
     let rt = tokio::runtime::Runtime::new()?;
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
-    let history = ws.folders.history().ok().map(|d| d.path().join("history"));
-    if let Some(h) = &history {
-        let _ = rl.load_history(h);
+    let history = ws.folders.history().ok();
+    if let Some(dir) = &history {
+        load_history(&mut rl, dir);
     }
     let id = agent
         .session()
@@ -458,8 +485,10 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             eprintln!("{line}");
         }
     }
-    if let Some(h) = &history {
-        let _ = rl.save_history(h);
+    if let Some(dir) = &history
+        && let Err(e) = save_history(&rl, dir)
+    {
+        eprintln!("warning: the line history was not saved: {e}");
     }
     // The transcript is complete without this line; losing it loses nothing.
     let _ = agent.finish("the user quit");
