@@ -475,3 +475,46 @@ fn under_approval_writes_the_user_sees_the_command_line_and_can_refuse_it() {
     let tools = warden_tests::tool_contents(&mock.requests()[1].body);
     assert!(tools[0].contains("the user refused"), "{}", tools[0]);
 }
+
+#[test]
+fn ctrl_c_kills_a_running_command_at_once() {
+    let sb = shell_sandbox("timeout = \"60s\"");
+    let args = serde_json::json!({ "command": "sleep 777300" }).to_string();
+    let mock = warden_mock_llm::MockLlm::start(vec![
+        warden_mock_llm::calls(&[("c", "shell", &args)]),
+        warden_mock_llm::answer("never asked for"),
+    ]);
+    let child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "--yes", "wait"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while warden_tests::sleeping("777300").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pressed = Instant::now();
+    let pid = i32::try_from(child.id()).unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let took = pressed.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(warden_tests::sleeping("777300"), Vec::<u32>::new());
+    assert_eq!(mock.requests().len(), 1, "the turn went on: {stderr}");
+}

@@ -36,7 +36,7 @@ mod unsupported;
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_ARG, helper_main};
 #[cfg(target_os = "linux")]
-pub use run::{Confined, probe, run, set_helper, spawn};
+pub use run::{Confined, probe, run, run_until, set_helper, spawn};
 pub use spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{HELPER_ARG, helper_main, probe, run, set_helper};
+pub use unsupported::{HELPER_ARG, helper_main, probe, run, run_until, set_helper};

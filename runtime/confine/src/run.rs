@@ -7,7 +7,7 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitSta
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
@@ -104,10 +104,23 @@ fn status_of(s: ExitStatus) -> Status {
 /// Runs `spec` to its end or its timeout, confined, stdin `/dev/null`.
 /// When it returns, no process of the run exists any more.
 pub fn run(spec: &Spec) -> Result<Finished> {
-    run_reporting(spec).map(|(f, _)| f)
+    run_until(spec, &|| false)
 }
 
-pub(crate) fn run_reporting(spec: &Spec) -> Result<(Finished, Mechanism)> {
+/// [`run`], also ended early once `stop` says so (checked every
+/// [`STOP_CHECK`] while the run goes on): everything in it is killed and
+/// it is reported like a timeout. For a caller that is itself cancelled.
+pub fn run_until(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Finished> {
+    run_reporting(spec, stop).map(|(f, _)| f)
+}
+
+/// How often a run checks whether its caller stopped it.
+pub const STOP_CHECK: Duration = Duration::from_millis(50);
+
+pub(crate) fn run_reporting(
+    spec: &Spec,
+    stop_when: &dyn Fn() -> bool,
+) -> Result<(Finished, Mechanism)> {
     let mut child = start(spec, Stdio::null(), Stdio::piped())?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -121,11 +134,16 @@ pub(crate) fn run_reporting(spec: &Spec) -> Result<(Finished, Mechanism)> {
     let err = thread::spawn(move || Capture::read_all(stderr, cap));
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pids fit in i32"));
     let (done_rx, waiter) = watch(pid);
-    let timed_out = match done_rx.recv_timeout(spec.timeout) {
-        Ok(()) | Err(RecvTimeoutError::Disconnected) => false,
-        Err(RecvTimeoutError::Timeout) => {
-            stop(pid, &done_rx);
-            true
+    let deadline = Instant::now() + spec.timeout;
+    let timed_out = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match done_rx.recv_timeout(left.min(STOP_CHECK)) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break false,
+            Err(RecvTimeoutError::Timeout) if left <= STOP_CHECK || stop_when() => {
+                stop(pid, &done_rx);
+                break true;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
         }
     };
     let exit = child.wait().map_err(|source| Error::Io {
@@ -283,7 +301,7 @@ pub fn probe() -> Result<Mechanism, Unavailable> {
         })?;
     let mut spec = Spec::new(program, "/");
     spec.timeout = std::time::Duration::from_secs(10);
-    match run_reporting(&spec) {
+    match run_reporting(&spec, &|| false) {
         Ok((_, m)) => Ok(m),
         Err(Error::Unavailable(u)) => Err(u),
         Err(e) => Err(Unavailable {

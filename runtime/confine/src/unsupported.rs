@@ -22,6 +22,11 @@ pub fn run(_spec: &Spec) -> Result<Finished> {
     Err(Error::Unavailable(missing()))
 }
 
+/// Refused: see [`probe`].
+pub fn run_until(_spec: &Spec, _stop: &dyn Fn() -> bool) -> Result<Finished> {
+    Err(Error::Unavailable(missing()))
+}
+
 /// Says what is missing.
 pub fn probe() -> Result<Mechanism, Unavailable> {
     Err(missing())

@@ -184,9 +184,10 @@ impl ToolHost {
         store
     }
 
-    /// Stops the guest at its next epoch check once `slot` expires or the
-    /// budget is spent.
+    /// Stops the guest at its next epoch check, and a program it runs, once
+    /// `slot` expires or the budget is spent.
     fn arm(store: &mut Store<CallState>, slot: &Arc<Slot>, budget: &Arc<Budget>) {
+        store.data_mut().slot = slot.clone();
         let (stop, spent) = (slot.clone(), budget.clone());
         store.epoch_deadline_callback(move |_| {
             Ok(if stop.expired() || spent.spent() {

@@ -18,6 +18,7 @@ use wasmtime::component::{HasData, Linker};
 
 use crate::clock::CallClock;
 use crate::wasi::CallState;
+use crate::watchdog::Slot;
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -134,7 +135,15 @@ impl ExecPlan {
         names.join(", ")
     }
 
-    fn run(&self, cmd: Command, clock: &CallClock) -> Result<Finished, ExecError> {
+    /// Runs `cmd` confined, until it ends, its time is up, or `stopped`
+    /// (the call was cancelled or stopped): then everything it started is
+    /// killed.
+    fn run(
+        &self,
+        cmd: Command,
+        clock: &CallClock,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Finished, ExecError> {
         if self.programs.is_empty() {
             return Err(ExecError::Denied(format!(
                 "this tool may not run programs: `{}` is not granted (a tool runs a program only when `exec = [...]` in its [tools.NAME] section of warden.toml names it)",
@@ -190,7 +199,7 @@ impl ExecPlan {
         spec.memory = self.memory;
         spec.processes = PROCESSES;
         spec.output = self.output;
-        match warden_confine::run(&spec) {
+        match warden_confine::run_until(&spec, stopped) {
             Ok(done) => {
                 let (exit_code, signal) = match done.status {
                     warden_confine::Status::Exited(c) => (Some(c), None),
@@ -246,6 +255,7 @@ pub(crate) fn add_process(linker: &mut Linker<CallState>) -> wasmtime::Result<()
     process::add_to_linker::<CallState, Exec>(linker, |state| ExecRef {
         plan: &state.exec,
         clock: &state.clock,
+        slot: &state.slot,
     })
 }
 
@@ -258,6 +268,7 @@ impl HasData for Exec {
 pub(crate) struct ExecRef<'a> {
     plan: &'a Arc<ExecPlan>,
     clock: &'a CallClock,
+    slot: &'a Arc<Slot>,
 }
 
 impl process::Host for ExecRef<'_> {
@@ -266,6 +277,7 @@ impl process::Host for ExecRef<'_> {
     }
 
     fn run(&mut self, cmd: Command) -> Result<Finished, ExecError> {
-        self.plan.run(cmd, self.clock)
+        let slot = self.slot;
+        self.plan.run(cmd, self.clock, &|| slot.expired())
     }
 }

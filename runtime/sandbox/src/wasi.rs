@@ -18,6 +18,7 @@ use crate::alloc::Budget;
 use crate::bind::Prepared;
 use crate::clock::CallClock;
 use crate::net::{Denials, NetGate, Notes};
+use crate::watchdog::Slot;
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
 const STDIO_CAP: usize = 64 << 10;
@@ -31,6 +32,9 @@ pub(crate) struct CallState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) exec: Arc<crate::process::ExecPlan>,
+    /// The watch of the call running in this store: a program it runs is
+    /// killed once the call is stopped.
+    pub(crate) slot: Arc<Slot>,
 }
 
 impl CallState {
@@ -260,5 +264,6 @@ pub(crate) fn call_state(
         table,
         limiter: MemoryLimiter { budget },
         exec: prepared.exec.clone(),
+        slot: Arc::default(),
     }
 }
