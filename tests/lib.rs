@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use warden_policy::Origin;
 use warden_sandbox::{
@@ -116,6 +116,24 @@ impl Sandbox {
     /// The `warden` binary, run in the workspace with a private HOME.
     pub fn warden(&self) -> Command {
         self.in_workspace(Command::new(warden_bin()))
+    }
+
+    /// `warden chat` against the model at `base_url`, with `input` typed on
+    /// its (non-terminal) stdin; what it printed and how it ended.
+    pub fn chat(&self, base_url: &str, key: &str, input: &[u8]) -> std::process::Output {
+        use std::io::Write;
+        let mut child = self
+            .warden()
+            .env("OPENAI_BASE_URL", base_url)
+            .env("OPENAI_API_KEY", key)
+            .arg("chat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
     }
 
     /// `cmd` run in the workspace with only PATH and the private HOME / XDG

@@ -465,22 +465,7 @@ fn tools_run_by_the_agent_never_see_the_api_key() {
 fn chat_reads_lines_runs_slash_commands_and_keeps_the_conversation() {
     let sb = Sandbox::new();
     let mock = MockLlm::start(vec![answer("Hello!"), answer("Still here.")]);
-    let mut child = sb
-        .warden()
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .arg("chat")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"hi\n/tools\nand again\n/exit\n").unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = sb.chat(&mock.base_url(), KEY, b"hi\n/tools\nand again\n/exit\n");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(out.status.success(), "{stderr}");
@@ -510,22 +495,7 @@ fn the_chat_history_replaces_a_planted_link_instead_of_writing_through_it() {
     let target = sb.outside.join("victim.txt");
     std::fs::write(&target, "precious\n").unwrap();
     std::os::unix::fs::symlink(&target, state.join("history")).unwrap();
-    let mut child = sb
-        .warden()
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", KEY)
-        .arg("chat")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"say \"hi\"\n/exit\n").unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = sb.chat(&mock.base_url(), KEY, b"say \"hi\"\n/exit\n");
     assert!(
         out.status.success(),
         "{}",

@@ -577,24 +577,11 @@ fn compact_in_chat_shortens_older_outputs_and_turns_show_their_tokens() {
         answer("Read."),
         answer("Next."),
     ]);
-    let mut child = sb
-        .warden()
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", "sk-test")
-        .arg("chat")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin
-            .write_all(b"read big.txt\n/compact\nnext\n/exit\n")
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = sb.chat(
+        &mock.base_url(),
+        "sk-test",
+        b"read big.txt\n/compact\nnext\n/exit\n",
+    );
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("conversation compacted"), "{stderr}");
