@@ -104,3 +104,22 @@ pub trait ToolRunner: Send + Sync + 'static {
         deliver(self.call(name, arguments, cancel));
     }
 }
+
+/// Runs one call on tokio's blocking pool with [`ToolRunner::call_then`]:
+/// the receiver gets the result as soon as it is known, while what the
+/// runner does after the call goes on there without holding up the caller.
+/// It errs only when the runner panicked before giving a result. Call it
+/// inside a tokio runtime.
+pub fn spawn_call<R: ToolRunner + ?Sized>(
+    runner: Arc<R>,
+    name: String,
+    arguments: String,
+    cancel: CallCancel,
+) -> tokio::sync::oneshot::Receiver<ToolResult> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let deliver = Box::new(move |r| {
+        let _ = tx.send(r);
+    });
+    tokio::task::spawn_blocking(move || runner.call_then(&name, &arguments, &cancel, deliver));
+    rx
+}

@@ -25,7 +25,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use warden_agent::{CallCancel, ToolRunner};
+use warden_agent::{CallCancel, ToolRunner, spawn_call};
 use warden_policy::{TrustState, TrustStore, inert};
 use warden_workspace::{
     ApprovalMode, ApprovalRequest, Approve, Folders, SandboxRunner, Verdict, Workspace,
@@ -304,19 +304,8 @@ impl ServerHandler for Server {
             on_cancel.cancel();
         });
         // The answer goes out as soon as it is known; the tool's next
-        // instance is made ahead after it, on the same thread.
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::task::spawn_blocking(move || {
-            runner.call_then(
-                &name,
-                &args,
-                &cancel,
-                Box::new(move |r| {
-                    let _ = tx.send(r);
-                }),
-            );
-        });
-        let result = rx.await.map_err(|_| {
+        // instance is made ahead after it.
+        let result = spawn_call(runner, name, args, cancel).await.map_err(|_| {
             McpError::internal_error("the tool host failed while running this call", None)
         });
         watch.abort();

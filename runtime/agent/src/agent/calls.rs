@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentError, Event};
 use crate::session::{Record, now};
-use crate::{CallCancel, ToolCall, ToolResult};
+use crate::{CallCancel, ToolCall, ToolResult, spawn_call};
 
 /// A call of a batch: answered at once, or running on the blocking pool.
 enum Run {
@@ -66,20 +66,13 @@ impl Agent {
                             ..ToolResult::default()
                         });
                     }
-                    let tools = self.tools.clone();
                     let stop = CallCancel::default();
-                    let (name, args) = (c.function.name.clone(), c.function.arguments.clone());
-                    let call = stop.clone();
-                    // The result comes back as soon as it is known; the
-                    // runner's work after the call goes on without holding
-                    // up the turn.
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    let deliver = Box::new(move |r| {
-                        let _ = tx.send(r);
-                    });
-                    tokio::task::spawn_blocking(move || {
-                        tools.call_then(&name, &args, &call, deliver);
-                    });
+                    let rx = spawn_call(
+                        self.tools.clone(),
+                        c.function.name.clone(),
+                        c.function.arguments.clone(),
+                        stop.clone(),
+                    );
                     Run::Started(stop, rx)
                 })
                 .collect();
