@@ -187,7 +187,8 @@ fn main() {
     // overhead measurement (50 turns each) until `--calls` turns are done.
     // `--profile-cold` times `--calls` calls each made after 64 MiB of
     // memory was swept (cold caches and TLB, as after idle, without the
-    // sleep): read_file, or `--args JSON` for it, or `--upper`, or
+    // sleep), or each after `--sleep MS` (100 ms is as cold as 1 s here):
+    // read_file, or `--args JSON` for it, or `--upper`, or
     // `--native` (the same read with std::fs). `--idle`
     // prints only the after-idle rows.
     let argv: Vec<String> = std::env::args().collect();
@@ -232,11 +233,19 @@ fn main() {
         } else {
             (&tools, "read_file", args)
         };
+        let sleep = argv
+            .iter()
+            .position(|a| a == "--sleep")
+            .map(|i| Duration::from_millis(argv[i + 1].parse().expect("--sleep MS")));
         for i in 0..calls {
-            for b in sweep.iter_mut().step_by(64) {
-                *b = b.wrapping_add(i as u8);
+            if let Some(d) = sleep {
+                std::thread::sleep(d);
+            } else {
+                for b in sweep.iter_mut().step_by(64) {
+                    *b = b.wrapping_add(i as u8);
+                }
+                std::hint::black_box(&sweep);
             }
-            std::hint::black_box(&sweep);
             let t = Instant::now();
             if native {
                 std::hint::black_box(std::fs::read_to_string(&file).unwrap());
