@@ -215,9 +215,9 @@ impl Tools {
         let Some(tool) = self.0.find(name) else {
             return deliver(self.0.unknown(name));
         };
-        match tool.parse_args(args) {
-            Ok(args) => tool.call_then(&args, &CallControl::new(), deliver),
-            Err(_) => deliver(tool.call_text(args, &CallControl::new())),
+        match tool.parse_args(args).map(|a| tool.check(a)) {
+            Ok(Ok(checked)) => checked.call_then(&CallControl::new(), deliver),
+            _ => deliver(tool.call_text(args, &CallControl::new())),
         }
     }
 

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use warden_policy::Grants;
+use warden_policy::{Grants, Limits};
 
 use crate::bind::Prepared;
 use crate::call::{Fresh, Op, Out};
@@ -83,9 +83,14 @@ impl BoundTool {
         self.tool().checked.parse_args(args)
     }
 
-    /// Validates parsed arguments against the tool's schema.
-    pub fn check_args(&self, args: &Value) -> Result<(), ToolError> {
-        self.tool().checked.check_args(args)
+    /// Validates parsed arguments against the tool's schema, once: what
+    /// comes back is the only way to run them. On failure the arguments
+    /// come back with the error.
+    pub fn check(&self, args: Value) -> Result<Checked<'_>, (ToolError, Value)> {
+        match self.tool().checked.check_args(&args) {
+            Ok(()) => Ok(Checked { tool: self, args }),
+            Err(e) => Err((e, args)),
+        }
     }
 
     /// A one-line description of its arguments, for messages.
@@ -97,25 +102,25 @@ impl BoundTool {
     /// schema, then run in an instance no call has used. `control` cancels
     /// it. Every failure comes back in the outcome, never as a panic.
     pub fn call(&self, args: &Value, control: &CallControl) -> CallOutcome {
-        let mut outcome = None;
-        self.run(args, control, false, |o| outcome = Some(o));
-        outcome.expect("every call delivers its outcome")
+        match self.tool().checked.check_args(args) {
+            Ok(()) => Checked::run_once(self, args, control),
+            Err(e) => self.refused(e),
+        }
     }
 
-    /// Runs one call like [`BoundTool::call`] and hands its outcome to
-    /// `deliver` as soon as it is known. Then, on this thread, the call's
-    /// instance is torn down and the next call's instance is made ahead,
-    /// so that a call made later (after the model's next turn) starts at
-    /// once. Nothing is left running: no thread waits for the next call.
-    pub fn call_then(
-        &self,
-        args: &Value,
-        control: &CallControl,
-        deliver: impl FnOnce(CallOutcome),
-    ) {
-        self.run(args, control, true, deliver);
+    /// The outcome of a call that never ran, failing with `e`.
+    fn refused(&self, e: ToolError) -> CallOutcome {
+        let (result, truncated) = capped(Err(e), &self.grants.limits);
+        CallOutcome {
+            tool: self.info().spec.name.clone(),
+            result,
+            truncated,
+            duration: std::time::Duration::ZERO,
+            stderr: String::new(),
+        }
     }
 
+    /// Runs a call of arguments already checked against the schema.
     fn run(
         &self,
         args: &Value,
@@ -134,7 +139,7 @@ impl BoundTool {
         // ahead (one that trapped, ran out of time or memory, or was
         // cancelled could do so again, unwatched by anyone waiting).
         let mut answered = false;
-        let result = self.check_args(args).and_then(|()| {
+        let result = (|| {
             let pre = self.host.component(tool.component).map_err(|why| {
                 ToolError::new(
                     ErrorKind::Crashed,
@@ -161,18 +166,8 @@ impl BoundTool {
                 }
                 Out::Specs(_) => unreachable!("a call answers a result"),
             }
-        });
-        let (result, truncated) = match result {
-            Ok(out) => {
-                let (out, cut) = cap_output(out, limits.output);
-                (Ok(out), cut)
-            }
-            Err(mut e) => {
-                let (msg, cut) = cap_output(std::mem::take(&mut e.message), limits.output);
-                e.message = msg;
-                (Err(e), cut)
-            }
-        };
+        })();
+        let (result, truncated) = capped(result, limits);
         deliver(CallOutcome {
             tool: name.clone(),
             result,
@@ -205,13 +200,64 @@ impl BoundTool {
     pub fn call_text(&self, args: &str, control: &CallControl) -> CallOutcome {
         match self.parse_args(args) {
             Ok(value) => self.call(&value, control),
-            Err(e) => CallOutcome {
-                tool: self.info().spec.name.clone(),
-                result: Err(e),
-                truncated: false,
-                duration: std::time::Duration::ZERO,
-                stderr: String::new(),
-            },
+            Err(e) => self.refused(e),
         }
+    }
+}
+
+/// A result cut to the tool's output limit, and whether it was cut.
+fn capped(result: Result<String, ToolError>, limits: &Limits) -> (Result<String, ToolError>, bool) {
+    match result {
+        Ok(out) => {
+            let (out, cut) = cap_output(out, limits.output);
+            (Ok(out), cut)
+        }
+        Err(mut e) => {
+            let (msg, cut) = cap_output(std::mem::take(&mut e.message), limits.output);
+            e.message = msg;
+            (Err(e), cut)
+        }
+    }
+}
+
+/// Arguments of one call, checked against its tool's schema by
+/// [`BoundTool::check`]: a call made from them is checked exactly once,
+/// whoever looked at them first (approval, the event line).
+#[derive(Debug)]
+pub struct Checked<'t> {
+    tool: &'t BoundTool,
+    args: Value,
+}
+
+impl Checked<'_> {
+    /// The arguments.
+    pub fn args(&self) -> &Value {
+        &self.args
+    }
+
+    /// The arguments, for a call that will not run after all.
+    pub fn into_args(self) -> Value {
+        self.args
+    }
+
+    /// Runs the call in an instance no call has used. `control` cancels
+    /// it. Every failure comes back in the outcome, never as a panic.
+    pub fn call(&self, control: &CallControl) -> CallOutcome {
+        Checked::run_once(self.tool, &self.args, control)
+    }
+
+    /// Runs the call like [`Checked::call`] and hands its outcome to
+    /// `deliver` as soon as it is known. Then, on this thread, the call's
+    /// instance is torn down and the next call's instance is made ahead,
+    /// so that a call made later (after the model's next turn) starts at
+    /// once. Nothing is left running: no thread waits for the next call.
+    pub fn call_then(&self, control: &CallControl, deliver: impl FnOnce(CallOutcome)) {
+        self.tool.run(&self.args, control, true, deliver);
+    }
+
+    fn run_once(tool: &BoundTool, args: &Value, control: &CallControl) -> CallOutcome {
+        let mut outcome = None;
+        tool.run(args, control, false, |o| outcome = Some(o));
+        outcome.expect("every call delivers its outcome")
     }
 }

@@ -52,7 +52,7 @@ mod wasi;
 mod watchdog;
 
 pub use alloc::{HostAlloc, host_memory_counted};
-pub use bound::BoundTool;
+pub use bound::{BoundTool, Checked};
 pub use cache::{CacheConfig, CacheStats};
 pub use engine::PoolConfig;
 pub use error::{Error, Result};

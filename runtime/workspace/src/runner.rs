@@ -6,7 +6,7 @@
 use serde_json::Value;
 use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner};
 use warden_policy::Grants;
-use warden_sandbox::{BoundTool, CallControl, CallOutcome, GrantedDirs};
+use warden_sandbox::{BoundTool, CallControl, CallOutcome, Checked, GrantedDirs};
 
 use std::sync::Arc;
 
@@ -152,18 +152,18 @@ impl SandboxRunner {
                     .as_ref()
                     .filter(|_| tool.info().spec.mutates || tool.grants().needs_approval());
                 if let Some(j) = journal {
-                    j.before(tool, &args);
+                    j.before(tool, args.args());
                 }
                 let done = |outcome: CallOutcome| {
                     if let Some(j) = journal {
-                        j.after(tool, &args, outcome.result.is_ok());
+                        j.after(tool, args.args(), outcome.result.is_ok());
                     }
-                    deliver(result_of(outcome, Some(args.clone())));
+                    deliver(result_of(outcome, Some(args.args().clone())));
                 };
                 if ahead {
-                    tool.call_then(&args, &control, done);
+                    args.call_then(&control, done);
                 } else {
-                    done(tool.call(&args, &control));
+                    done(args.call(&control));
                 }
             }
         }
@@ -171,12 +171,12 @@ impl SandboxRunner {
 
     /// Everything before a call runs: its arguments parsed and checked,
     /// approval, cancellation. The error is the call's result.
-    fn prepare(
+    fn prepare<'t>(
         &self,
-        tool: &BoundTool,
+        tool: &'t BoundTool,
         arguments: &str,
         cancel: &CallCancel,
-    ) -> Result<(Value, CallControl), Box<ToolResult>> {
+    ) -> Result<(Checked<'t>, CallControl), Box<ToolResult>> {
         let fail = |e: warden_sandbox::ToolError, args: Option<Value>| {
             Box::new(ToolResult {
                 ok: false,
@@ -187,12 +187,10 @@ impl SandboxRunner {
             })
         };
         let args = tool.parse_args(arguments).map_err(|e| fail(e, None))?;
-        if let Err(e) = tool.check_args(&args) {
-            return Err(fail(e, Some(args)));
-        }
+        let args = tool.check(args).map_err(|(e, args)| fail(e, Some(args)))?;
         let request = ApprovalRequest {
             tool: &tool.info().spec.name,
-            arguments: &args,
+            arguments: args.args(),
             grants: tool.grants(),
             dirs: tool.dirs(),
         };
@@ -204,7 +202,7 @@ impl SandboxRunner {
                 ok: false,
                 output: "cancelled by the user before it ran".into(),
                 error_kind: Some("cancelled".into()),
-                arguments: Some(args),
+                arguments: Some(args.into_args()),
                 ..ToolResult::default()
             }));
         }
