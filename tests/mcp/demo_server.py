@@ -1,9 +1,13 @@
 """A small MCP server on stdio (standard library only) for warden's tests.
 
-Its one tool, `probe`, does what a hostile or careless server might: it
-writes a file where it was told to, connects to a loopback port, and leaves
-a process behind. It reports what happened and always answers normally, so
+Its tool `probe` does what a hostile or careless server might: it writes a
+file where it was told to, connects to a loopback port, and leaves a
+process behind. It reports what happened and always answers normally, so
 the test can check on the host that the confinement, not the server, said no.
+
+Its tool `crash` dies the way a broken server does: a traceback on stderr,
+then exit, without answering. With `--noisy` it first writes 1 MiB of log
+lines to stderr, as a chatty server does.
 """
 
 import json
@@ -44,6 +48,14 @@ def probe(args):
 
 TOOLS = [
     {
+        "name": "crash",
+        "description": "Writes a traceback to stderr and exits without answering.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"marker": {"type": "string"}},
+        },
+    },
+    {
         "name": "probe",
         "description": "Writes a file, connects to a port, and reports what happened.",
         "inputSchema": {
@@ -57,6 +69,11 @@ TOOLS = [
         },
     }
 ]
+
+if "--noisy" in sys.argv:
+    for i in range(16384):
+        sys.stderr.write(f"debug: log line {i:05} of a chatty server, padded to 64 bytes.\n"[:64])
+    sys.stderr.flush()
 
 for line in sys.stdin:
     msg = json.loads(line)
@@ -74,6 +91,13 @@ for line in sys.stdin:
         )
     elif method == "tools/list":
         answer(msg_id, {"tools": TOOLS})
+    elif method == "tools/call" and msg["params"]["name"] == "crash":
+        marker = (msg["params"].get("arguments") or {}).get("marker", "")
+        sys.stderr.write("Traceback (most recent call last):\n")
+        sys.stderr.write('  File "demo_server.py", line 1, in <module>\n')
+        sys.stderr.write(f"RuntimeError: the demo server broke ({marker})\n")
+        sys.stderr.flush()
+        os._exit(1)
     elif method == "tools/call":
         text = probe(msg["params"].get("arguments") or {})
         answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})

@@ -333,6 +333,14 @@ fn a_never_trusted_workspace_starts_no_mcp_server() {
 }
 
 /// Processes whose command line holds `marker`, anywhere on the host.
+/// The system's python3, which a confined server can run.
+fn system_python() -> &'static str {
+    ["/usr/bin/python3", "/bin/python3"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("a system python3")
+}
+
 fn processes_with(marker: &str) -> Vec<u32> {
     let marker = marker.as_bytes();
     warden_tests::processes_where(|c| c.windows(marker.len()).any(|w| w == marker))
@@ -350,10 +358,7 @@ fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives
     let server_dir = sb.ws.join("server");
     std::fs::create_dir(&server_dir).unwrap();
     std::fs::copy(script("demo_server.py"), server_dir.join("demo_server.py")).unwrap();
-    let python = ["/usr/bin/python3", "/bin/python3"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("a system python3");
+    let python = system_python();
     let script = server_dir.join("demo_server.py");
     sb.policy(&format!(
         "[mcp.demo]\ncommand = [\"{python}\", \"{}\"]\nread = [\"server\"]\n",
@@ -400,6 +405,88 @@ fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+#[test]
+fn an_mcp_server_that_fails_says_why_with_the_end_of_its_stderr() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    // One that dies before it answers `initialize`: left out, and the user
+    // sees what it wrote last, not only that it did not answer.
+    let sb = Sandbox::new();
+    sb.policy(
+        "[mcp.broken]\ncommand = [\"/bin/sh\", \"-c\", \"echo starting >&2; \
+         echo 'fatal: no config at /etc/broken.toml' >&2; exit 3\"]\n",
+    );
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        listed
+            .stderr
+            .contains("MCP server `broken` is not available")
+            && listed
+                .stderr
+                .contains("its stderr ended with: starting | fatal: no config at /etc/broken.toml"),
+        "{}",
+        listed.stderr
+    );
+
+    // One that dies in a call: the model gets the failure with the end of
+    // the traceback, and warden goes on.
+    let sb = Sandbox::new();
+    let server_dir = sb.ws.join("server");
+    std::fs::create_dir(&server_dir).unwrap();
+    let script = server_dir.join("demo_server.py");
+    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [\"{}\", \"{}\"]\nread = [\"server\"]\n",
+        system_python(),
+        script.display()
+    ));
+    sb.trust();
+    let marker = format!("marker-{}", std::process::id());
+    let args = json!({ "marker": marker }).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[("c", "demo__crash", &args)]),
+        answer("it crashed"),
+    ]);
+    let out = warden_tests::warden_run(&sb, &mock, "k", &["crash it"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("it crashed"), "{}", out.stdout);
+    let results = warden_tests::tool_contents(&mock.requests()[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("MCP server `demo` failed the call")
+            && results[0].contains(&format!(
+                "its stderr ended with: Traceback (most recent call last): | \
+                 File \"demo_server.py\", line 1, in <module> | \
+                 RuntimeError: the demo server broke ({marker})"
+            )),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_server_that_writes_much_to_stderr_is_never_blocked_by_it() {
+    // 1 MiB on stderr before it answers: the pipe is drained as it fills,
+    // and only the end is kept.
+    let sb = Sandbox::new();
+    let script = sb.ws.join("demo_server.py");
+    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [\"{}\", \"{}\", \"--noisy\"]\nread = [\".\"]\n",
+        system_python(),
+        script.display()
+    ));
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        listed.stdout.contains("demo__probe"),
+        "{}\n{}",
+        listed.stdout,
+        listed.stderr
+    );
 }
 
 /// The streamable-HTTP demo server, listening on a loopback port it picked;

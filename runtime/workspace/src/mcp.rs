@@ -9,13 +9,14 @@
 //! blocking thread is sent to it and waited for, and nothing runs while no
 //! call does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
@@ -29,6 +30,14 @@ use crate::mcp_http::CheckedHttp;
 
 /// Longest wait for a server to start and list its tools.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Bytes kept of what a server's process wrote to stderr: the end of it.
+const STDERR_KEPT: usize = 4096;
+/// Lines of it shown when the server fails.
+const STDERR_LINES: usize = 6;
+/// How long a failure waits for the server's stderr to end (it ends with
+/// the process) before saying what it has.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
 
 /// One `[mcp.NAME]` section in force: what to start, and what it may reach.
 #[derive(Debug, Clone)]
@@ -55,6 +64,8 @@ pub struct McpTool {
 struct Running {
     server: McpServer,
     client: RunningService<RoleClient, ()>,
+    /// The end of what its process wrote to stderr (none for a URL server).
+    stderr: Option<StderrTail>,
     /// Ends the process and everything it started when dropped (none for
     /// a URL server).
     _process: Option<warden_confine::Confined>,
@@ -136,33 +147,54 @@ impl McpTools {
                 (listed.0, listed.1, None)
             }
         };
-        self.add(server, client, listed, process);
+        self.add(server, client, listed, process.unzip());
         Ok(())
     }
 
     /// Starts the server's program confined and lists its tools on stdio.
+    /// Why it failed ends with the last lines it wrote to stderr.
     fn start_process(
         &self,
         server: &McpServer,
         argv: &[String],
         root: &Path,
-    ) -> Result<(Listed, warden_confine::Confined), String> {
+    ) -> Result<(Listed, (warden_confine::Confined, StderrTail)), String> {
         // Started from the servers' runtime thread, which lives as long as
         // they do: the confinement helper dies with the thread that
         // started it.
         let spec = spec(server, argv, root)?;
         let mut process = self
-            .wait(async move { warden_confine::spawn(&spec, false) })
+            .wait(async move { warden_confine::spawn(&spec, true) })
             .ok_or("warden is stopping")?
             .map_err(|e| e.to_string())?;
         let pipes = process.take_stdout().zip(process.take_stdin());
         let (stdout, stdin) = pipes.ok_or("its standard input and output are not pipes")?;
         // Registered with the servers' runtime, which drives them.
         let _in_rt = self.rt().enter();
+        let stderr = match process.take_stderr() {
+            Some(stderr) => StderrTail::follow(stderr).map_err(|e| e.to_string())?,
+            None => StderrTail::default(),
+        };
         let stdout = Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?;
         let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
-        let listed = self.list(().serve((stdout, stdin)), "its command")?;
-        Ok((listed, process))
+        match self.list(().serve((stdout, stdin)), "its command") {
+            Ok(listed) => Ok((listed, (process, stderr))),
+            Err(why) => {
+                process.kill();
+                Err(format!("{why}{}", self.stderr_note(&stderr, STDERR_WAIT)))
+            }
+        }
+    }
+
+    /// What the server wrote last to `stderr`, as the end of a message,
+    /// once it ended or `wait` passed; empty when it wrote nothing.
+    fn stderr_note(&self, stderr: &StderrTail, wait: Duration) -> String {
+        let ended = stderr.clone();
+        self.wait(async move { tokio::time::timeout(wait, ended.ended()).await });
+        match stderr.last_lines() {
+            Some(lines) => format!("; its stderr ended with: {lines}"),
+            None => String::new(),
+        }
     }
 
     /// Connects to the server's URL through the checked sending (granted
@@ -228,7 +260,7 @@ impl McpTools {
         server: McpServer,
         client: RunningService<RoleClient, ()>,
         listed: Vec<Tool>,
-        process: Option<warden_confine::Confined>,
+        (process, stderr): (Option<warden_confine::Confined>, Option<StderrTail>),
     ) {
         let at = self.servers.len();
         for tool in listed {
@@ -257,6 +289,7 @@ impl McpTools {
         self.servers.push(Running {
             server,
             client,
+            stderr,
             _process: process,
         });
     }
@@ -340,22 +373,37 @@ impl McpTools {
         let answer = wait.recv();
         let duration = started.elapsed();
         let server = &running.server.name;
+        // What the process wrote last to stderr, when the call failed for
+        // want of an answer: often why.
+        let stderr = |wait| match &running.stderr {
+            Some(tail) => inert(&self.stderr_note(tail, wait)).into_owned(),
+            None => String::new(),
+        };
         let mut result = match answer {
             Err(_) => fail("cancelled", "cancelled by the user".into()),
             Ok(Err(_)) => fail(
                 "timeout",
                 format!(
-                    "MCP server `{server}` did not answer within {}s (the server's timeout)",
-                    limits.timeout.as_secs_f64()
+                    "MCP server `{server}` did not answer within {}s (the server's timeout){}",
+                    limits.timeout.as_secs_f64(),
+                    stderr(Duration::ZERO)
                 ),
             ),
-            Ok(Ok(Err(e))) => fail(
-                "failed",
-                format!(
-                    "MCP server `{server}` failed the call: {}",
-                    inert(&e.to_string())
-                ),
-            ),
+            Ok(Ok(Err(e))) => {
+                // An error the server answered is its own; any other means
+                // it is gone or broken.
+                let note = match e {
+                    ServiceError::McpError(_) => String::new(),
+                    _ => stderr(STDERR_WAIT),
+                };
+                fail(
+                    "failed",
+                    format!(
+                        "MCP server `{server}` failed the call: {}{note}",
+                        inert(&e.to_string())
+                    ),
+                )
+            }
             Ok(Ok(Ok(answer))) => {
                 let (text, truncated) = text_of(&answer.content, limits.output as usize);
                 ToolResult {
@@ -382,6 +430,85 @@ impl Drop for McpTools {
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+/// The end of what a server's process writes to stderr, read as it comes
+/// (so that the server never blocks on a full pipe) and kept to say why
+/// it failed.
+#[derive(Clone, Default)]
+struct StderrTail(Arc<Tail>);
+
+#[derive(Default)]
+struct Tail {
+    /// At most [`STDERR_KEPT`] bytes, the last written.
+    kept: Mutex<VecDeque<u8>>,
+    /// Whether bytes were dropped from the front.
+    cut: AtomicBool,
+    ended: AtomicBool,
+    ending: tokio::sync::Notify,
+}
+
+impl StderrTail {
+    /// Reads `stderr` on the current runtime until it ends.
+    fn follow(stderr: std::process::ChildStderr) -> std::io::Result<StderrTail> {
+        let pipe = Receiver::from_owned_fd(stderr.into())?;
+        let tail = StderrTail::default();
+        let t = tail.0.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 1024];
+            loop {
+                if pipe.readable().await.is_err() {
+                    break;
+                }
+                match pipe.try_read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut kept = t.kept.lock().unwrap_or_else(|e| e.into_inner());
+                        kept.extend(&buf[..n]);
+                        if kept.len() > STDERR_KEPT {
+                            let extra = kept.len() - STDERR_KEPT;
+                            kept.drain(..extra);
+                            t.cut.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break,
+                }
+            }
+            t.ended.store(true, Ordering::Release);
+            t.ending.notify_waiters();
+        });
+        Ok(tail)
+    }
+
+    /// Returns once the stream ended (the process and all it started are
+    /// gone, or closed it).
+    async fn ended(&self) {
+        loop {
+            let ending = self.0.ending.notified();
+            if self.0.ended.load(Ordering::Acquire) {
+                return;
+            }
+            ending.await;
+        }
+    }
+
+    /// The last [`STDERR_LINES`] lines that are not blank, joined by ` | `.
+    fn last_lines(&self) -> Option<String> {
+        let bytes: Vec<u8> = {
+            let kept = self.0.kept.lock().unwrap_or_else(|e| e.into_inner());
+            kept.iter().copied().collect()
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<&str> = text.lines().map(str::trim).collect();
+        // The first line may have lost its start.
+        if self.0.cut.load(Ordering::Relaxed) && !lines.is_empty() {
+            lines.remove(0);
+        }
+        lines.retain(|l| !l.is_empty());
+        let shown = &lines[lines.len().saturating_sub(STDERR_LINES)..];
+        (!shown.is_empty()).then(|| shown.join(" | "))
     }
 }
 
