@@ -5,7 +5,7 @@ file where it was told to, connects to a loopback port, and leaves a
 process behind. It reports what happened and always answers normally, so
 the test can check on the host that the confinement, not the server, said no.
 
-Its tool `crash` dies the way a broken server does: a traceback on stderr,
+Its tool `echo` answers its text. Its tool `crash` dies the way a broken server does: a traceback on stderr,
 then exit, without answering. With `--noisy` it first writes 1 MiB of log
 lines to stderr, as a chatty server does.
 """
@@ -47,6 +47,15 @@ def probe(args):
 
 
 TOOLS = [
+    {
+        "name": "echo",
+        "description": "Answers its text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+    },
     {
         "name": "crash",
         "description": "Writes a traceback to stderr and exits without answering.",
@@ -98,6 +107,9 @@ for line in sys.stdin:
         sys.stderr.write(f"RuntimeError: the demo server broke ({marker})\n")
         sys.stderr.flush()
         os._exit(1)
+    elif method == "tools/call" and msg["params"]["name"] == "echo":
+        text = msg["params"]["arguments"]["text"]
+        answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})
     elif method == "tools/call":
         text = probe(msg["params"].get("arguments") or {})
         answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})

@@ -408,7 +408,7 @@ fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives
 }
 
 #[test]
-fn an_mcp_server_that_fails_says_why_with_the_end_of_its_stderr() {
+fn an_mcp_server_that_fails_says_why_and_is_started_again_at_most_three_times() {
     use warden_mock_llm::{MockLlm, answer, calls};
     // One that dies before it answers `initialize`: left out, and the user
     // sees what it wrote last, not only that it did not answer.
@@ -432,7 +432,8 @@ fn an_mcp_server_that_fails_says_why_with_the_end_of_its_stderr() {
     );
 
     // One that dies in a call: the model gets the failure with the end of
-    // the traceback, and warden goes on.
+    // the traceback, and warden goes on. The next call starts it again and
+    // says so; after three such starts it stays down.
     let sb = Sandbox::new();
     let server_dir = sb.ws.join("server");
     std::fs::create_dir(&server_dir).unwrap();
@@ -445,24 +446,54 @@ fn an_mcp_server_that_fails_says_why_with_the_end_of_its_stderr() {
     ));
     sb.trust();
     let marker = format!("marker-{}", std::process::id());
-    let args = json!({ "marker": marker }).to_string();
+    // Each call differs: the agent refuses a call repeated exactly.
+    let crash = |n: u32| json!({ "marker": format!("{marker}-{n}") }).to_string();
+    let echo = |text: &str| json!({ "text": text }).to_string();
     let mock = MockLlm::start(vec![
-        calls(&[("c", "demo__crash", &args)]),
+        calls(&[("c1", "demo__crash", &crash(1))]),
+        calls(&[("e1", "demo__echo", &echo("back again"))]),
+        calls(&[("c2", "demo__crash", &crash(2))]),
+        calls(&[("c3", "demo__crash", &crash(3))]),
+        calls(&[("c4", "demo__crash", &crash(4))]),
+        calls(&[("e2", "demo__echo", &echo("once more"))]),
         answer("it crashed"),
     ]);
     let out = warden_tests::warden_run(&sb, &mock, "k", &["crash it"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("it crashed"), "{}", out.stdout);
-    let results = warden_tests::tool_contents(&mock.requests()[1].body);
-    assert_eq!(results.len(), 1, "{results:?}");
+    let requests = mock.requests();
+    let result = |turn: usize| {
+        let results = warden_tests::tool_contents(&requests[turn].body);
+        results.last().cloned().unwrap_or_default()
+    };
+    let crashed = result(1);
     assert!(
-        results[0].contains("MCP server `demo` failed the call")
-            && results[0].contains(&format!(
+        crashed.contains("MCP server `demo` failed the call")
+            && crashed.contains(&format!(
                 "its stderr ended with: Traceback (most recent call last): | \
                  File \"demo_server.py\", line 1, in <module> | \
-                 RuntimeError: the demo server broke ({marker})"
+                 RuntimeError: the demo server broke ({marker}-1); warden starts it again at \
+                 the next call of one of its tools"
             )),
-        "{results:?}"
+        "{crashed}"
+    );
+    let restarted = result(2);
+    assert!(
+        restarted.starts_with("back again")
+            && restarted.contains("MCP server `demo` had exited; it was started again"),
+        "{restarted}"
+    );
+    for turn in 3..=5 {
+        assert!(result(turn).contains("failed the call"), "{}", result(turn));
+    }
+    // The third start was the last: the call that killed it says no more.
+    assert!(!result(5).contains("starts it again"), "{}", result(5));
+    let down = result(6);
+    assert!(
+        down.contains("MCP server `demo` exited and was started again 3 times already")
+            && down.contains("RuntimeError: the demo server broke")
+            && !down.contains("once more"),
+        "{down}"
     );
 }
 

@@ -38,6 +38,9 @@ const STDERR_LINES: usize = 6;
 /// How long a failure waits for the server's stderr to end (it ends with
 /// the process) before saying what it has.
 const STDERR_WAIT: Duration = Duration::from_millis(500);
+/// Times a server started by command is started again after it exited,
+/// in one session: a server that keeps dying stays down.
+const MAX_RESTARTS: u32 = 3;
 
 /// One `[mcp.NAME]` section in force: what to start, and what it may reach.
 #[derive(Debug, Clone)]
@@ -63,12 +66,19 @@ pub struct McpTool {
 
 struct Running {
     server: McpServer,
+    live: Mutex<Live>,
+}
+
+/// A server's connection, replaced when its process is started again.
+struct Live {
     client: RunningService<RoleClient, ()>,
     /// The end of what its process wrote to stderr (none for a URL server).
     stderr: Option<StderrTail>,
     /// Ends the process and everything it started when dropped (none for
     /// a URL server).
     _process: Option<warden_confine::Confined>,
+    /// Times its process was started again after it exited.
+    restarts: u32,
 }
 
 /// A started client and the tools it listed.
@@ -78,6 +88,8 @@ type Listed = (RunningService<RoleClient, ()>, Vec<Tool>);
 pub struct McpTools {
     /// Taken only when dropped.
     rt: Option<tokio::runtime::Runtime>,
+    /// Where server processes start (their working directory).
+    root: PathBuf,
     servers: Vec<Running>,
     tools: Vec<McpTool>,
     index: HashMap<String, usize>,
@@ -112,6 +124,7 @@ impl McpTools {
                     .build()
                     .expect("a tokio runtime starts"),
             ),
+            root: root.to_path_buf(),
             servers: Vec::new(),
             tools: Vec::new(),
             index: HashMap::new(),
@@ -288,9 +301,12 @@ impl McpTools {
         }
         self.servers.push(Running {
             server,
-            client,
-            stderr,
-            _process: process,
+            live: Mutex::new(Live {
+                client,
+                stderr,
+                _process: process,
+                restarts: 0,
+            }),
         });
     }
 
@@ -358,7 +374,10 @@ impl McpTools {
             );
         };
         let started = Instant::now();
-        let peer = running.client.peer().clone();
+        let (peer, stderr_tail, restarted) = match self.connection(running, &tool.remote) {
+            Ok(live) => live,
+            Err(why) => return fail("failed", why),
+        };
         let params = CallToolRequestParams::new(tool.remote.clone()).with_arguments(map);
         let (done, wait) = std::sync::mpsc::channel();
         let task = self.rt().spawn(async move {
@@ -375,7 +394,7 @@ impl McpTools {
         let server = &running.server.name;
         // What the process wrote last to stderr, when the call failed for
         // want of an answer: often why.
-        let stderr = |wait| match &running.stderr {
+        let stderr = |wait| match &stderr_tail {
             Some(tail) => inert(&self.stderr_note(tail, wait)).into_owned(),
             None => String::new(),
         };
@@ -394,7 +413,7 @@ impl McpTools {
                 // it is gone or broken.
                 let note = match e {
                     ServiceError::McpError(_) => String::new(),
-                    _ => stderr(STDERR_WAIT),
+                    _ => stderr(STDERR_WAIT) + &self.restart_note(running),
                 };
                 fail(
                     "failed",
@@ -416,8 +435,80 @@ impl McpTools {
                 }
             }
         };
+        if restarted {
+            result.output.push_str(&format!(
+                "\n[warden: MCP server `{server}` had exited; it was started again for this \
+                 call, so whatever state it held is gone]"
+            ));
+        }
         result.duration = duration;
         result
+    }
+
+    /// What happens next to `running` when its process has exited.
+    fn restart_note(&self, running: &Running) -> String {
+        let live = running.live.lock().unwrap_or_else(|e| e.into_inner());
+        let restartable = matches!(running.server.launch, McpLaunch::Command(_))
+            && live.client.peer().is_transport_closed()
+            && live.restarts < MAX_RESTARTS;
+        if restartable {
+            "; warden starts it again at the next call of one of its tools".to_string()
+        } else {
+            String::new()
+        }
+    }
+
+    /// The connection to `running` for a call of its tool `remote`: a
+    /// server started by command whose process exited is started again
+    /// (at most [`MAX_RESTARTS`] times), and says so. The error says why
+    /// there is none.
+    fn connection(
+        &self,
+        running: &Running,
+        remote: &str,
+    ) -> Result<(rmcp::Peer<RoleClient>, Option<StderrTail>, bool), String> {
+        let mut live = running.live.lock().unwrap_or_else(|e| e.into_inner());
+        let server = &running.server;
+        let McpLaunch::Command(argv) = &server.launch else {
+            return Ok((live.client.peer().clone(), None, false));
+        };
+        if !live.client.peer().is_transport_closed() {
+            return Ok((live.client.peer().clone(), live.stderr.clone(), false));
+        }
+        let name = &server.name;
+        let gone = match &live.stderr {
+            Some(tail) => self.stderr_note(tail, Duration::ZERO),
+            None => String::new(),
+        };
+        if live.restarts >= MAX_RESTARTS {
+            return Err(format!(
+                "MCP server `{name}` exited and was started again {MAX_RESTARTS} times already, \
+                 so it stays down{}; fix the server, then start warden again",
+                inert(&gone)
+            ));
+        }
+        let ((client, tools), (process, stderr)) = self
+            .start_process(server, argv, &self.root)
+            .map_err(|why| {
+                format!(
+                    "MCP server `{name}` had exited, and starting it again failed: {}",
+                    inert(&why)
+                )
+            })?;
+        if !tools.iter().any(|t| t.name == remote) {
+            return Err(format!(
+                "MCP server `{name}` had exited; started again, it no longer offers `{}`",
+                inert(remote)
+            ));
+        }
+        let restarts = live.restarts + 1;
+        *live = Live {
+            client,
+            stderr: Some(stderr),
+            _process: Some(process),
+            restarts,
+        };
+        Ok((live.client.peer().clone(), live.stderr.clone(), true))
     }
 }
 
