@@ -333,6 +333,27 @@ fn a_never_trusted_workspace_starts_no_mcp_server() {
 }
 
 /// Processes whose command line holds `marker`, anywhere on the host.
+/// A trusted sandbox whose policy starts the demo server (copied into
+/// `server/`, its only grant, read-only) with `flags`; and the script's path.
+fn with_demo_server(flags: &[&str]) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::new();
+    let server_dir = sb.ws.join("server");
+    std::fs::create_dir(&server_dir).unwrap();
+    let script = server_dir.join("demo_server.py");
+    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
+    let argv: Vec<String> = [system_python(), &script.display().to_string()]
+        .into_iter()
+        .chain(flags.iter().copied())
+        .map(|a| format!("{a:?}"))
+        .collect();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [{}]\nread = [\"server\"]\n",
+        argv.join(", ")
+    ));
+    sb.trust();
+    (sb, script)
+}
+
 /// The system's python3, which a confined server can run.
 fn system_python() -> &'static str {
     ["/usr/bin/python3", "/bin/python3"]
@@ -349,22 +370,12 @@ fn processes_with(marker: &str) -> Vec<u32> {
 #[test]
 fn an_mcp_server_runs_confined_its_result_reaches_the_model_and_nothing_outlives_warden() {
     use warden_mock_llm::{MockLlm, answer, calls};
-    let sb = Sandbox::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     // The server lives in a folder of its own, granted read-only; the
     // workspace is not granted at all.
-    let server_dir = sb.ws.join("server");
-    std::fs::create_dir(&server_dir).unwrap();
-    std::fs::copy(script("demo_server.py"), server_dir.join("demo_server.py")).unwrap();
-    let python = system_python();
-    let script = server_dir.join("demo_server.py");
-    sb.policy(&format!(
-        "[mcp.demo]\ncommand = [\"{python}\", \"{}\"]\nread = [\"server\"]\n",
-        script.display()
-    ));
-    sb.trust();
+    let (sb, script) = with_demo_server(&[]);
     let marker = format!("marker-{}", std::process::id());
     let target = sb.outside.join("escaped.txt");
     let args = json!({"write": target, "port": port, "marker": marker}).to_string();
@@ -434,17 +445,7 @@ fn an_mcp_server_that_fails_says_why_and_is_started_again_at_most_three_times() 
     // One that dies in a call: the model gets the failure with the end of
     // the traceback, and warden goes on. The next call starts it again and
     // says so; after three such starts it stays down.
-    let sb = Sandbox::new();
-    let server_dir = sb.ws.join("server");
-    std::fs::create_dir(&server_dir).unwrap();
-    let script = server_dir.join("demo_server.py");
-    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
-    sb.policy(&format!(
-        "[mcp.demo]\ncommand = [\"{}\", \"{}\"]\nread = [\"server\"]\n",
-        system_python(),
-        script.display()
-    ));
-    sb.trust();
+    let (sb, _) = with_demo_server(&[]);
     let marker = format!("marker-{}", std::process::id());
     // Each call differs: the agent refuses a call repeated exactly.
     let crash = |n: u32| json!({ "marker": format!("{marker}-{n}") }).to_string();
@@ -501,15 +502,7 @@ fn an_mcp_server_that_fails_says_why_and_is_started_again_at_most_three_times() 
 fn a_server_that_writes_much_to_stderr_is_never_blocked_by_it() {
     // 1 MiB on stderr before it answers: the pipe is drained as it fills,
     // and only the end is kept.
-    let sb = Sandbox::new();
-    let script = sb.ws.join("demo_server.py");
-    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
-    sb.policy(&format!(
-        "[mcp.demo]\ncommand = [\"{}\", \"{}\", \"--noisy\"]\nread = [\".\"]\n",
-        system_python(),
-        script.display()
-    ));
-    sb.trust();
+    let (sb, _) = with_demo_server(&["--noisy"]);
     let listed = run(sb.warden().args(["tools", "list"]));
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert!(
