@@ -568,6 +568,54 @@ fn the_first_request_is_small_and_tools_can_be_left_out() {
 }
 
 #[test]
+fn a_resumed_session_goes_on_from_the_compacted_conversation() {
+    let sb = Sandbox::new();
+    let big = "a line of a big file, long enough to matter\n".repeat(500);
+    std::fs::write(sb.ws.join("big.txt"), &big).unwrap();
+    let mock = MockLlm::start(vec![
+        calls(&[("c1", "read_file", r#"{"path":"big.txt"}"#)]),
+        status(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 6000 tokens."}}"#,
+        ),
+        answer("Done."),
+        answer("Resumed."),
+    ]);
+    let r = warden_run(&sb, &mock, &["--json", "read big.txt"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let id = session_id(&r);
+    let r = warden_run(&sb, &mock, &["--resume", &id, "go on"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Resumed.\n");
+    // The resumed request carries the output as it was last sent,
+    // shortened, not the whole file again.
+    let b = bodies(&mock);
+    assert_eq!(b.len(), 4);
+    let resumed = tool_messages(&b[3]);
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert!(
+        resumed[0].contains("left out to fit the context window")
+            && !resumed[0].contains("500\ta line"),
+        "{}",
+        resumed[0]
+    );
+    assert!(prompt_tokens(&b[3]) < prompt_tokens(&b[1]));
+    // The transcript keeps the whole output, and shows the compaction.
+    let text = std::fs::read_to_string(transcript_path(&sb)).unwrap();
+    assert!(
+        text.contains("500\\ta line"),
+        "the transcript lost the output"
+    );
+    let shown = warden_tests::run(sb.warden().args(["sessions", "show", &id]));
+    assert!(
+        shown.stdout.contains("── compacted · ")
+            && shown.stdout.contains("a resumed session goes on from them"),
+        "{}",
+        shown.stdout
+    );
+}
+
+#[test]
 fn compact_in_chat_shortens_older_outputs_and_turns_show_their_tokens() {
     let sb = Sandbox::new();
     let big = "a line of a big file, long enough to matter\n".repeat(200);

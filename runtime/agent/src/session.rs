@@ -59,6 +59,16 @@ pub enum Record {
     /// The user cleared the conversation (`/clear`): a resumed session
     /// continues from here, without what came before.
     Clear { ts: String },
+    /// The conversation was compacted to fit the context window (or by
+    /// `/compact`): `history` is what the model is sent from now on, the
+    /// system prompt left out. A resumed session continues from it, as the
+    /// model last saw it; the messages before stay in the transcript.
+    Compacted {
+        ts: String,
+        before_tokens: u64,
+        after_tokens: u64,
+        history: Vec<Message>,
+    },
     /// The session ended (user quit, task done, error).
     End { ts: String, reason: String },
 }
@@ -73,6 +83,7 @@ impl Record {
             | Record::Usage { ts, .. }
             | Record::Error { ts, .. }
             | Record::Clear { ts }
+            | Record::Compacted { ts, .. }
             | Record::End { ts, .. } => ts,
         }
     }
@@ -312,14 +323,22 @@ fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), Sessi
     Ok((records, valid))
 }
 
-/// The conversation to resume: the message records after the last
-/// [`Record::Clear`], in order.
+/// The conversation to resume, in order: the message records after the
+/// last [`Record::Clear`], or the history of the last
+/// [`Record::Compacted`] and the message records after it.
 pub fn messages(records: &[Record]) -> Vec<Message> {
-    let after_clear = records
+    let last = records
         .iter()
-        .rposition(|r| matches!(r, Record::Clear { .. }))
-        .map_or(0, |i| i + 1);
-    messages_iter(&records[after_clear..]).cloned().collect()
+        .rposition(|r| matches!(r, Record::Clear { .. } | Record::Compacted { .. }));
+    let Some(at) = last else {
+        return messages_iter(records).cloned().collect();
+    };
+    let mut conversation = match &records[at] {
+        Record::Compacted { history, .. } => history.clone(),
+        _ => Vec::new(),
+    };
+    conversation.extend(messages_iter(&records[at + 1..]).cloned());
+    conversation
 }
 
 /// Token counts summed over the usage records.

@@ -152,6 +152,20 @@ fn render(records: &[Record]) -> String {
                     inert(ts)
                 );
             }
+            Record::Compacted {
+                ts,
+                before_tokens,
+                after_tokens,
+                history,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "── compacted · {}: about {before_tokens} → {after_tokens} tokens, {} \
+                     messages kept (a resumed session goes on from them)",
+                    inert(ts),
+                    history.len()
+                );
+            }
             Record::End { ts, reason } => {
                 let _ = writeln!(s, "── end · {}: {}", inert(ts), inert(reason));
             }

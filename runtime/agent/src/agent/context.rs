@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentError, Event};
 use crate::client::Request;
+use crate::session::{Record, now};
 use crate::{Message, ToolDef};
 
 /// Bytes per token assumed by the estimate: tokenizers average about 4
@@ -123,9 +124,14 @@ impl Agent {
         }
         let after = request_tokens(&self.history, tools);
         if after < before {
-            self.note(&format!(
-                "context compacted from about {before} to {after} tokens to fit the window"
-            ))?;
+            // What is sent from now on, so that a resumed session goes on
+            // from it (not from the whole conversation, compacted again).
+            self.record(Record::Compacted {
+                ts: now(),
+                before_tokens: before,
+                after_tokens: after,
+                history: self.history[1..].to_vec(),
+            })?;
             on(Event::Compacted { before, after });
         }
         Ok(())

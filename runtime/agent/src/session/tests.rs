@@ -145,6 +145,40 @@ fn a_resumed_session_continues_after_the_last_clear() {
 }
 
 #[test]
+fn a_resumed_session_continues_from_the_last_compacted_history() {
+    let said = |content: &str| Message::User {
+        content: content.into(),
+    };
+    let records = vec![
+        start("t0"),
+        user("t1", "first, with a long output"),
+        Record::Compacted {
+            ts: "t2".into(),
+            before_tokens: 900,
+            after_tokens: 100,
+            history: vec![said("[summary of the first]")],
+        },
+        user("t3", "second"),
+        Record::Compacted {
+            ts: "t4".into(),
+            before_tokens: 800,
+            after_tokens: 90,
+            history: vec![said("[summary of both]")],
+        },
+        user("t5", "third"),
+    ];
+    assert_eq!(
+        messages(&records),
+        vec![said("[summary of both]"), said("third")]
+    );
+    // A clear after it still wins.
+    let mut cleared = records.clone();
+    cleared.push(Record::Clear { ts: "t6".into() });
+    cleared.push(user("t7", "fourth"));
+    assert_eq!(messages(&cleared), vec![said("fourth")]);
+}
+
+#[test]
 fn summaries_count_turns_and_sum_usage_and_latest_is_the_newest() {
     let (_tmp, store) = store();
     assert_eq!(store.latest().unwrap(), None);
