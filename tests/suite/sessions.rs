@@ -405,6 +405,91 @@ fn undo_restores_the_files_the_last_turn_changed_byte_for_byte() {
     assert!(!sb.ws.join(".warden").exists());
 }
 
+/// Every file under the undo state folder (snapshots and manifests).
+fn undo_files(sb: &Sandbox) -> Vec<PathBuf> {
+    let Ok(dirs) = std::fs::read_dir(sb.home.join("state/warden/undo")) else {
+        return Vec::new();
+    };
+    dirs.flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect()
+}
+
+#[test]
+fn removing_a_session_removes_its_undo_snapshots_and_no_other() {
+    let sb = Sandbox::new();
+    let secret = "a secret line the user wants gone\n";
+    std::fs::write(sb.ws.join("notes.txt"), secret).unwrap();
+    let session = |mock: &MockLlm, task: &str| {
+        let r = warden_run(&sb, mock, &["--json", task]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let last: Value = serde_json::from_str(r.stdout.lines().last().unwrap()).unwrap();
+        last["session"].as_str().unwrap().to_string()
+    };
+    // The first session overwrites the secret: its snapshot holds a copy.
+    let first = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"notes.txt","content":"gone"}"#,
+        )]),
+        answer("Overwritten."),
+    ]);
+    let first = session(&first, "forget the notes");
+    let second = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"changed"}"#,
+        )]),
+        answer("Changed."),
+    ]);
+    let second = session(&second, "change hello");
+    let holds_secret = |files: &[PathBuf]| {
+        files.iter().any(|f| {
+            std::fs::read(f)
+                .unwrap()
+                .windows(secret.len())
+                .any(|w| w == secret.as_bytes())
+        })
+    };
+    assert!(
+        holds_secret(&undo_files(&sb)),
+        "the snapshot should hold the old notes"
+    );
+
+    let r = run(sb.warden().args(["sessions", "rm", &first]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("removed 1 session(s) and the undo snapshots of their 1 turn(s)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !holds_secret(&undo_files(&sb)),
+        "a copy of the notes is left"
+    );
+    // The other session's turn can still be undone; then nothing is left.
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("of session {second}")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("notes.txt")).unwrap(),
+        "gone"
+    );
+    let r = run(sb.warden().arg("undo"));
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+}
+
 #[test]
 fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
     let sb = Sandbox::new();

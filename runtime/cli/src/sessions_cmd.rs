@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 use serde_json::json;
 use warden_agent::Message;
 use warden_agent::session::{Record, SessionError, total_usage};
@@ -87,10 +87,21 @@ fn remove(ws: &Workspace, ids: Vec<String>, all: bool) -> anyhow::Result<u8> {
     for id in &ids {
         store.read(id).map_err(not_found)?;
     }
+    // Their undo snapshots go with them: copies of files they changed.
+    let undo = ws.folders.undo(&ws.root)?;
+    let mut turns = 0;
     for id in &ids {
         store.remove(id).map_err(not_found)?;
+        turns += warden_workspace::undo::forget_session(&undo, id)
+            .with_context(|| format!("cannot remove the undo snapshots of session {id}"))?;
     }
-    eprintln!("removed {} session(s)", ids.len());
+    match turns {
+        0 => eprintln!("removed {} session(s)", ids.len()),
+        n => eprintln!(
+            "removed {} session(s) and the undo snapshots of their {n} turn(s)",
+            ids.len()
+        ),
+    }
     Ok(0)
 }
 

@@ -279,6 +279,21 @@ fn forget(dir: &StateDir, id: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Forgets every turn of `session` in `dir` (manifests and snapshots), as
+/// when its transcript is removed: the snapshots are copies of its files.
+/// Returns how many turns it had.
+pub fn forget_session(dir: &StateDir, session: &str) -> io::Result<usize> {
+    let mut forgotten = 0;
+    for id in turns(dir)? {
+        // `turn_id`: the time (digits), `-`, then the session.
+        if id.split_once('-').is_some_and(|(_, s)| s == session) {
+            forget(dir, &id)?;
+            forgotten += 1;
+        }
+    }
+    Ok(forgotten)
+}
+
 fn prune(dir: &StateDir, keep: usize) {
     if let Ok(ids) = turns(dir) {
         for id in ids.iter().take(ids.len().saturating_sub(keep)) {
