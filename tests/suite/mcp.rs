@@ -604,6 +604,24 @@ fn a_url_server_granted_by_address_serves_its_tools_with_a_secret_the_model_neve
 }
 
 #[test]
+fn policy_shows_a_url_server_only_what_applies_to_it() {
+    // No process runs for it: no files, environment or memory to show.
+    let sb = Sandbox::new();
+    sb.policy(
+        "[mcp.remote]\nurl = \"https://mcp.example.com/mcp\"\nnetwork = [\"mcp.example.com\"]\n",
+    );
+    sb.trust();
+    let shown = run_ok(sb.warden().arg("policy"));
+    assert!(
+        shown.contains(
+            "mcp.remote (mcp, at https://mcp.example.com/mcp):\n  network:  mcp.example.com\n  \
+             limits:   timeout 30s, output 256KiB\n"
+        ),
+        "{shown}"
+    );
+}
+
+#[test]
 fn a_url_server_whose_name_resolves_to_loopback_is_not_connected() {
     // Granted by name, `localhost` resolves to a loopback address, which
     // only a grant of the address itself opens.

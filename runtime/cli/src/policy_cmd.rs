@@ -78,7 +78,10 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             mcp_key(&s.name),
             inert(&s.launch.shown())
         )?;
-        grant_lines(&mut out, &s.grants, &ws.root)?;
+        match &s.launch {
+            McpLaunch::Command(_) => grant_lines(&mut out, &s.grants, &ws.root)?,
+            McpLaunch::Url(_) => url_server_lines(&mut out, &s.grants, &ws.root)?,
+        }
     }
     for i in &ws.instructions {
         writeln!(
@@ -99,7 +102,7 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// A tool's (or an MCP server's) grants, one line per kind.
+/// A tool's (or an MCP server's process's) grants, one line per kind.
 fn grant_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result<()> {
     if g.dirs().next().is_none() {
         writeln!(out, "  files:    none")?;
@@ -113,7 +116,27 @@ fn grant_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result
         )?;
     }
     // Every other kind on one line each, whatever kinds there are.
-    for kind in Capability::KINDS.iter().filter(|k| **k != "files") {
+    kind_lines(out, g, root, |kind| kind != "files")?;
+    writeln!(out, "  limits:   {}", g.limits)
+}
+
+/// What applies to an MCP server reached at a URL: no process runs, so
+/// only where its requests go, their secrets, and the call limits.
+fn url_server_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result<()> {
+    kind_lines(out, g, root, |kind| matches!(kind, "network" | "secrets"))?;
+    let [_, (_, timeout), (_, output)] = g.limits.named();
+    writeln!(out, "  limits:   timeout {timeout}, output {output}")
+}
+
+/// One line for each kind of capability `shown` picks, with `none` where a
+/// common kind is not granted.
+fn kind_lines(
+    out: &mut impl Write,
+    g: &Grants,
+    root: &Path,
+    shown: impl Fn(&str) -> bool,
+) -> std::io::Result<()> {
+    for kind in Capability::KINDS.iter().filter(|k| shown(k)) {
         let values: Vec<String> = g
             .caps
             .iter()
@@ -131,5 +154,5 @@ fn grant_lines(out: &mut impl Write, g: &Grants, root: &Path) -> std::io::Result
         };
         writeln!(out, "  {:<9} {shown}", format!("{kind}:"))?;
     }
-    writeln!(out, "  limits:   {}", g.limits)
+    Ok(())
 }
