@@ -318,6 +318,51 @@ fn web_search_with_a_secret_gets_results_and_the_api_saw_the_header() {
 }
 
 #[test]
+fn web_search_with_tavily_posts_the_query_and_the_key_is_added_by_the_host() {
+    // Tavily takes a JSON POST, its key as a bearer token.
+    let api = WebPeer::start(|s| {
+        if s.header("authorization") != Some(format!("Bearer {KEY}")) {
+            return Answer::status(401, "missing or wrong Authorization");
+        }
+        if s.method != "POST" || s.header("content-type").as_deref() != Some("application/json") {
+            return Answer::status(405, "POST JSON only");
+        }
+        Answer::ok(
+            "application/json",
+            json!({"query": "rust", "results": [
+                {"title": "Rust", "url": "https://www.rust-lang.org/",
+                 "content": "A language empowering everyone.", "score": 0.9}
+            ]})
+            .to_string(),
+        )
+    });
+    let sb = Sandbox::new();
+    sb.secrets_file(&format!("tavily = \"{KEY}\"\n"));
+    sb.policy(&format!(
+        "[tools.web_search]\nnetwork = [\"127.0.0.1:{p}\"]\nsettings = {{ provider = \"tavily\", \
+         url = \"http://127.0.0.1:{p}/search\" }}\n\n\
+         [tools.web_search.secrets.tavily]\nfile = \"tavily\"\nhosts = [\"127.0.0.1:{p}\"]\n\
+         header = \"Authorization: Bearer {{}}\"\n",
+        p = api.port
+    ));
+    let tools = sb.toolset(&[]);
+    let out = ok(tools.call("web_search", r#"{"query":"rust \"lang\"","count":3}"#));
+    assert_eq!(
+        out,
+        "1. Rust\n   https://www.rust-lang.org/\n   A language empowering everyone.\n"
+    );
+    let seen = api.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].target.as_str()),
+        ("POST", "/search")
+    );
+    let body: Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(body, json!({"query": "rust \"lang\"", "max_results": 3}));
+    assert!(!out.contains(KEY));
+}
+
+#[test]
 fn web_search_without_a_provider_says_it_is_unavailable_and_why() {
     let sb = Sandbox::new();
     sb.policy("[tools.web_search]\n");

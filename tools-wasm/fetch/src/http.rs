@@ -1,13 +1,16 @@
-//! GET through `wasi:http`: redirects followed here (so the host checks
-//! each hop as a new request), every wait bounded by the call's deadline,
-//! the body capped, and every failure said in words the model can act on.
+//! GET (and POST, for search APIs) through `wasi:http`: redirects followed
+//! here (so the host checks each hop as a new request), every wait bounded
+//! by the call's deadline, the body capped, and every failure said in words
+//! the model can act on.
 
 use std::time::Duration;
 
 use url::Url;
 use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler::{RequestOptions, handle};
-use wasip2::http::types::{ErrorCode, Fields, IncomingResponse, OutgoingRequest, Scheme};
+use wasip2::http::types::{
+    ErrorCode, Fields, IncomingResponse, Method, OutgoingBody, OutgoingRequest, Scheme,
+};
 use wasip2::io::poll::poll;
 use wasip2::io::streams::StreamError;
 
@@ -70,7 +73,7 @@ pub fn get(url: &str, headers: &[(&str, &str)], deadline: Deadline) -> Result<Pa
     let mut url = parse(url)?;
     let mut from: Option<Url> = None;
     for _ in 0..=MAX_REDIRECTS {
-        let res = once(&url, headers, deadline, from.as_ref())?;
+        let res = once(&url, headers, None, deadline, from.as_ref())?;
         let status = res.status();
         let location = header(&res.headers(), "location");
         if matches!(status, 301 | 302 | 303 | 307 | 308)
@@ -102,6 +105,27 @@ pub fn get(url: &str, headers: &[(&str, &str)], deadline: Deadline) -> Result<Pa
     Err(ToolError::Failed(format!(
         "more than {MAX_REDIRECTS} redirects, the last to {url}: the site redirects in a loop"
     )))
+}
+
+/// POSTs `body` to `url` with `headers`: one request, no redirect followed
+/// (the body would go to a host it was not written for).
+pub fn post(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    deadline: Deadline,
+) -> Result<Page, ToolError> {
+    let url = parse(url)?;
+    let res = once(&url, headers, Some(body), deadline, None)?;
+    let status = res.status();
+    let content_type = header(&res.headers(), "content-type");
+    let body = read_body(res, &url, deadline)?;
+    Ok(Page {
+        url,
+        status,
+        content_type,
+        body,
+    })
 }
 
 fn parse(url: &str) -> Result<Url, ToolError> {
@@ -144,10 +168,11 @@ fn host_port(url: &Url) -> String {
     )
 }
 
-/// One request, no redirect.
+/// One request, no redirect: a GET, or a POST of `body`.
 fn once(
     url: &Url,
     headers: &[(&str, &str)],
+    body: Option<&[u8]>,
     deadline: Deadline,
     from: Option<&Url>,
 ) -> Result<IncomingResponse, ToolError> {
@@ -156,7 +181,17 @@ fn once(
     for (k, v) in headers {
         let _ = fields.append(k, v.as_bytes());
     }
+    if let Some(body) = body {
+        let _ = fields.append("content-length", body.len().to_string().as_bytes());
+    }
     let req = OutgoingRequest::new(fields);
+    let sending = match body {
+        Some(body) => {
+            let _ = req.set_method(&Method::Post);
+            Some((req.body().expect("the body of a new request"), body))
+        }
+        None => None,
+    };
     let scheme = if url.scheme() == "https" {
         Scheme::Https
     } else {
@@ -181,6 +216,11 @@ fn once(
     let _ = options.set_first_byte_timeout(Some(left));
     let _ = options.set_between_bytes_timeout(Some(left));
     let pending = handle(req, Some(options)).map_err(|c| explain(&c, url, from, deadline))?;
+    if let Some((out, body)) = sending {
+        send_body(out, body).map_err(|why| {
+            ToolError::Failed(format!("sending the request body to {url} failed: {why}"))
+        })?;
+    }
     if !deadline.wait(&pending.subscribe()) {
         return Err(timeout(url, deadline, "an answer"));
     }
@@ -189,6 +229,20 @@ fn once(
         Some(Ok(Err(code))) => Err(explain(&code, url, from, deadline)),
         Some(Err(())) | None => Err(ToolError::Failed(format!("no response from {url}"))),
     }
+}
+
+/// Writes `body` to a request's outgoing body, then ends it.
+fn send_body(out: OutgoingBody, body: &[u8]) -> Result<(), String> {
+    {
+        let stream = out.write().map_err(|()| "no body stream".to_string())?;
+        // The most one blocking write may take.
+        for chunk in body.chunks(4096) {
+            stream
+                .blocking_write_and_flush(chunk)
+                .map_err(|e| format!("{e:?}"))?;
+        }
+    }
+    OutgoingBody::finish(out, None).map_err(|c| format!("{c:?}"))
 }
 
 fn read_body(res: IncomingResponse, url: &Url, deadline: Deadline) -> Result<Vec<u8>, ToolError> {

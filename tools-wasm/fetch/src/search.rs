@@ -6,10 +6,12 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use crate::ToolError;
-use crate::http::{Deadline, get};
+use crate::http::{Deadline, get, post};
 
 /// Brave Search's web endpoint.
 const BRAVE: &str = "https://api.search.brave.com/res/v1/web/search";
+/// Tavily's search endpoint.
+const TAVILY: &str = "https://api.tavily.com/search";
 
 fn setting(key: &str) -> Option<String> {
     std::env::var(format!("WARDEN_SETTING_{key}"))
@@ -21,8 +23,8 @@ fn unavailable(why: &str) -> ToolError {
     ToolError::Failed(format!(
         "web_search is unavailable: {why}. Only the user can configure it, in warden.toml: \
          `[tools.web_search]` with `settings = {{ provider = \"searxng\", url = \"https://HOST\" }}` \
-         and `network = [\"HOST\"]`, or provider \"brave\" with a secret for its key. Until \
-         then, use `fetch` on URLs you know."
+         and `network = [\"HOST\"]`, or provider \"brave\" or \"tavily\" with a secret for \
+         its key. Until then, use `fetch` on URLs you know."
     ))
 }
 
@@ -40,7 +42,7 @@ pub fn search(args: &Map<String, Value>) -> Result<String, ToolError> {
     let Some(provider) = setting("PROVIDER") else {
         return Err(unavailable("no search provider is configured"));
     };
-    let (base, field, snippet) = match provider.as_str() {
+    let (base, snippet) = match provider.as_str() {
         "searxng" => {
             let Some(base) = setting("URL") else {
                 return Err(unavailable(
@@ -48,33 +50,47 @@ pub fn search(args: &Map<String, Value>) -> Result<String, ToolError> {
                 ));
             };
             let base = format!("{}/search", base.trim_end_matches('/'));
-            (base, "results", "content")
+            (base, "content")
         }
         "brave" => (
             setting("URL").unwrap_or_else(|| BRAVE.to_string()),
-            "web",
             "description",
+        ),
+        "tavily" => (
+            setting("URL").unwrap_or_else(|| TAVILY.to_string()),
+            "content",
         ),
         other => {
             return Err(unavailable(&format!(
-                "the provider `{other}` is not known (use \"searxng\" or \"brave\")"
+                "the provider `{other}` is not known (use \"searxng\", \"brave\" or \"tavily\")"
             )));
         }
     };
     let mut url = Url::parse(&base)
         .map_err(|e| unavailable(&format!("the provider url `{base}` is not a URL ({e})")))?;
-    url.query_pairs_mut().append_pair("q", query);
-    if provider == "searxng" {
-        url.query_pairs_mut().append_pair("format", "json");
-    } else {
-        url.query_pairs_mut()
-            .append_pair("count", &count.to_string());
-    }
-    let page = get(
-        url.as_str(),
-        &[("accept", "application/json")],
-        Deadline::from_host(),
-    )?;
+    let accept = [("accept", "application/json")];
+    let page = match provider.as_str() {
+        // Tavily takes the query as JSON in a POST.
+        "tavily" => {
+            let body = serde_json::json!({ "query": query, "max_results": count });
+            post(
+                url.as_str(),
+                &[accept[0], ("content-type", "application/json")],
+                body.to_string().as_bytes(),
+                Deadline::from_host(),
+            )?
+        }
+        _ => {
+            url.query_pairs_mut().append_pair("q", query);
+            if provider == "searxng" {
+                url.query_pairs_mut().append_pair("format", "json");
+            } else {
+                url.query_pairs_mut()
+                    .append_pair("count", &count.to_string());
+            }
+            get(url.as_str(), &accept, Deadline::from_host())?
+        }
+    };
     if page.status >= 400 {
         let excerpt: String = String::from_utf8_lossy(&page.body)
             .chars()
@@ -94,10 +110,9 @@ pub fn search(args: &Map<String, Value>) -> Result<String, ToolError> {
     let doc: Value = serde_json::from_slice(&page.body).map_err(|e| {
         ToolError::Failed(format!("the search provider did not answer with JSON: {e}"))
     })?;
-    let list = if provider == "brave" {
-        &doc[field]["results"]
-    } else {
-        &doc[field]
+    let list = match provider.as_str() {
+        "brave" => &doc["web"]["results"],
+        _ => &doc["results"],
     };
     let results = list.as_array().map(Vec::as_slice).unwrap_or_default();
     if results.is_empty() {
