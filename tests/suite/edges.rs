@@ -453,19 +453,24 @@ fn a_session_three_times_the_window_completes_and_every_request_fits() {
     assert!(!last.contains("left out"), "{last}");
 }
 
-#[test]
-fn a_context_length_error_is_recovered_once() {
-    let sb = Sandbox::new();
+/// A big file in `sb`, and the replies of a model that reads it, then
+/// finds the request past its context window.
+fn read_past_the_window(sb: &Sandbox) -> Vec<Reply> {
     let big = "a line of a big file, long enough to matter\n".repeat(500);
     std::fs::write(sb.ws.join("big.txt"), &big).unwrap();
-    let mock = MockLlm::start(vec![
+    vec![
         calls(&[("c1", "read_file", r#"{"path":"big.txt"}"#)]),
         status(
             400,
             r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 6000 tokens."}}"#,
         ),
-        answer("Done."),
-    ]);
+    ]
+}
+
+#[test]
+fn a_context_length_error_is_recovered_once() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start([read_past_the_window(&sb), vec![answer("Done.")]].concat());
     let r = warden_run(&sb, &mock, &["read big.txt"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "Done.\n");
@@ -570,17 +575,13 @@ fn the_first_request_is_small_and_tools_can_be_left_out() {
 #[test]
 fn a_resumed_session_goes_on_from_the_compacted_conversation() {
     let sb = Sandbox::new();
-    let big = "a line of a big file, long enough to matter\n".repeat(500);
-    std::fs::write(sb.ws.join("big.txt"), &big).unwrap();
-    let mock = MockLlm::start(vec![
-        calls(&[("c1", "read_file", r#"{"path":"big.txt"}"#)]),
-        status(
-            400,
-            r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 6000 tokens."}}"#,
-        ),
-        answer("Done."),
-        answer("Resumed."),
-    ]);
+    let mock = MockLlm::start(
+        [
+            read_past_the_window(&sb),
+            vec![answer("Done."), answer("Resumed.")],
+        ]
+        .concat(),
+    );
     let r = warden_run(&sb, &mock, &["--json", "read big.txt"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let id = session_id(&r);
