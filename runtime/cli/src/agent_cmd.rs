@@ -371,7 +371,7 @@ fn load_history(rl: &mut rustyline::DefaultEditor, dir: &StateDir) {
 fn save_history(rl: &rustyline::DefaultEditor, dir: &StateDir) -> std::io::Result<()> {
     let mut out = String::new();
     for entry in rl.history().iter() {
-        out.push_str(&serde_json::Value::from(entry.as_str()).to_string());
+        out.push_str(&serde_json::to_string(entry.as_str())?);
         out.push('\n');
     }
     dir.write_atomic(HISTORY, out.as_bytes())

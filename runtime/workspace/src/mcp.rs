@@ -476,11 +476,11 @@ impl McpTools {
             return Ok((live.client.peer().clone(), live.stderr.clone(), false));
         }
         let name = &server.name;
-        let gone = match &live.stderr {
-            Some(tail) => self.stderr_note(tail, Duration::ZERO),
-            None => String::new(),
-        };
         if live.restarts >= MAX_RESTARTS {
+            let gone = match &live.stderr {
+                Some(tail) => self.stderr_note(tail, Duration::ZERO),
+                None => String::new(),
+            };
             return Err(format!(
                 "MCP server `{name}` exited and was started again {MAX_RESTARTS} times already, \
                  so it stays down{}; fix the server, then start warden again",

@@ -220,7 +220,6 @@ fn main() {
     if argv.iter().any(|a| a == "--profile-cold") {
         // Calls after the caches were swept (no sleep): the cold path, many
         // times, for `perf record -e cpu-clock`.
-        let mut sweep = vec![0u8; 64 << 20];
         let mut took = Vec::new();
         let native = argv.iter().any(|a| a == "--native");
         let sb2 = Sandbox::new();
@@ -237,6 +236,11 @@ fn main() {
             .iter()
             .position(|a| a == "--sleep")
             .map(|i| Duration::from_millis(argv[i + 1].parse().expect("--sleep MS")));
+        let mut sweep = if sleep.is_none() {
+            vec![0u8; 64 << 20]
+        } else {
+            Vec::new()
+        };
         for i in 0..calls {
             if let Some(d) = sleep {
                 std::thread::sleep(d);
