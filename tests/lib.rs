@@ -356,6 +356,24 @@ pub fn tool_contents(body: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// Context switches so far of every thread of process `pid`.
+pub fn context_switches(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status =
+            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += v.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    total
+}
+
 /// Pids of the host's processes whose command line (arguments joined by
 /// NUL) satisfies `matches`.
 pub fn processes_where(matches: impl Fn(&[u8]) -> bool) -> Vec<u32> {

@@ -263,6 +263,102 @@ fn a_command_sees_only_granted_variables_never_the_api_key() {
     );
 }
 
+/// A granted variable's value (a token) reaches the command, but never a
+/// command line: any user of the host can read every process's.
+#[test]
+fn a_granted_variable_is_on_no_command_line_of_the_host() {
+    let sb = shell_sandbox("env = [\"GRANTED_TOKEN\"]\ntimeout = \"60s\"");
+    let token = marker("token");
+    let args = serde_json::json!({ "command": "echo \"$GRANTED_TOKEN\" > out/seen; sleep 777310" })
+        .to_string();
+    let mut child = sb
+        .warden()
+        .env("GRANTED_TOKEN", &token)
+        .args(["tools", "call", "shell", &args])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while warden_tests::sleeping("777310").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let showing =
+        warden_tests::processes_where(|c| c.windows(token.len()).any(|w| w == token.as_bytes()));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(showing, Vec::<u32>::new(), "command lines show the token");
+    let seen = std::fs::read_to_string(sb.ws.join("out/seen")).unwrap();
+    assert_eq!(seen.trim(), token, "the command did not get the variable");
+}
+
+/// A command has a `/proc` of its own: `ps` and `/proc/self` work, and it
+/// shows the run's processes only, never warden's (whose environment holds
+/// the API key).
+#[test]
+fn a_command_has_its_own_proc_showing_only_the_runs_processes() {
+    let sb = shell_sandbox("");
+    let line = "ps -e -o pid=,comm=; echo ---; readlink /proc/self/exe; \
+                echo to-stdout > /dev/stdout; echo ---; \
+                cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n'";
+    let args = serde_json::json!({ "command": line }).to_string();
+    let r = run(sb
+        .warden()
+        .env("OPENAI_API_KEY", "sk-proc-must-not-see")
+        .args(["tools", "call", "shell", &args]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("exit code: 0\n"), "{}", r.stdout);
+    let out = r.stdout.split("--- stdout ---\n").nth(1).unwrap_or("");
+    let mut parts = out.split("---\n");
+    let ps: Vec<&str> = parts.next().unwrap().lines().collect();
+    assert!(
+        ps.iter().any(|l| l.trim_start().starts_with("1 ")),
+        "no PID 1 in the run's ps: {ps:?}"
+    );
+    assert!(ps.iter().any(|l| l.ends_with(" ps")), "{ps:?}");
+    assert!(ps.len() <= 8, "ps shows more than the run: {ps:?}");
+    let own = parts.next().unwrap();
+    assert!(own.contains("/readlink\n"), "{own}");
+    assert!(own.contains("to-stdout\n"), "{own}");
+    let proc_text = parts.next().unwrap_or("");
+    assert!(!proc_text.contains("sk-proc-must-not-see"), "{proc_text}");
+    assert!(!proc_text.contains("OPENAI_API_KEY"), "{proc_text}");
+}
+
+/// A command cannot change what it sees of the file system: mounting,
+/// unmounting its `/proc`, or binding the root elsewhere all fail, also
+/// from a new user namespace of its own.
+#[test]
+fn a_command_cannot_mount_or_unmount_anything() {
+    let sb = shell_sandbox("");
+    let line = "mkdir -p out/m; \
+                mount -t tmpfs none out/m && echo MOUNTED-TMPFS; \
+                mount --bind / out/m && echo MOUNTED-ROOT; \
+                umount /proc && echo UNMOUNTED-PROC; \
+                unshare -rm sh -c 'mount --bind / out/m && ls out/m/etc/shadow && echo MOUNTED-IN-NS'; \
+                ls /proc/1 >/dev/null && echo PROC-STILL-THERE";
+    let r = shell(&sb, line);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The command's own output (the result starts with the command line).
+    let out = r
+        .stdout
+        .split("--- stdout ---\n")
+        .nth(1)
+        .and_then(|o| o.split("--- stderr ---").next())
+        .unwrap_or("");
+    assert!(!out.contains("MOUNTED"), "{}", r.stdout);
+    assert!(out.contains("PROC-STILL-THERE"), "{}", r.stdout);
+    assert_eq!(
+        std::fs::read_dir(sb.ws.join("out/m")).unwrap().count(),
+        0,
+        "something was mounted on out/m"
+    );
+}
+
 #[test]
 fn a_program_not_granted_is_refused_with_the_granted_list() {
     let sb = Sandbox::new();
@@ -474,6 +570,40 @@ fn under_approval_writes_the_user_sees_the_command_line_and_can_refuse_it() {
     assert!(!sb.ws.join("out/made.txt").exists());
     let tools = warden_tests::tool_contents(&mock.requests()[1].body);
     assert!(tools[0].contains("the user refused"), "{}", tools[0]);
+}
+
+/// While a command runs, warden waits on it and on the call's deadline:
+/// nothing polls (its threads stay asleep).
+#[test]
+fn warden_sleeps_while_a_command_runs() {
+    let sb = shell_sandbox("timeout = \"60s\"");
+    let args = serde_json::json!({ "command": "sleep 777330" }).to_string();
+    let mut child = sb
+        .warden()
+        .args(["tools", "call", "shell", &args])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while warden_tests::sleeping("777330").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let before = warden_tests::context_switches(child.id());
+    std::thread::sleep(Duration::from_secs(3));
+    let after = warden_tests::context_switches(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        after - before <= 5,
+        "{} context switches in 3 s of a command running",
+        after - before
+    );
 }
 
 #[test]

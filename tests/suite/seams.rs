@@ -541,24 +541,6 @@ fn credentials_in_the_base_url_never_reach_the_transcript() {
 
 // ---- the workspace core (#6): idle means idle, cancellation reaches tools ---
 
-/// Context switches so far of every thread of process `pid`.
-fn context_switches(pid: u32) -> u64 {
-    let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let status =
-            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
-        for line in status.lines() {
-            if let Some(v) = line
-                .strip_prefix("voluntary_ctxt_switches:")
-                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
-            {
-                total += v.trim().parse::<u64>().unwrap();
-            }
-        }
-    }
-    total
-}
-
 /// After tool calls, a run waiting on a model that does not answer makes
 /// (almost) no context switches: nothing polls or ticks.
 #[test]
@@ -590,9 +572,9 @@ fn an_idle_run_waiting_on_the_model_does_not_wake() {
     );
     std::thread::sleep(Duration::from_millis(500));
     let pid = child.id();
-    let before = context_switches(pid);
+    let before = warden_tests::context_switches(pid);
     std::thread::sleep(Duration::from_secs(5));
-    let after = context_switches(pid);
+    let after = warden_tests::context_switches(pid);
     let _ = child.kill();
     let _ = child.wait();
     assert!(

@@ -1,12 +1,15 @@
-//! The confinement helper: warden re-executed as `warden __confine SPEC`.
+//! The confinement helper: warden re-executed as `warden __confine PARENT`,
+//! the spec as JSON in its environment (never on a command line, which any
+//! user of the host can read).
 //!
 //! ```text
 //! warden ──spawn──► helper (host namespaces; writes the id maps, relays the status)
-//!                     └─clone(NEWUSER|NEWPID[|NEWNET])─► init (PID 1 of the run)
-//!                                                         └─fork─► the program
+//!                     └─clone(NEWUSER|NEWPID|NEWNS[|NEWNET])─► init (PID 1 of the run)
+//!                                                               └─fork─► the program
 //! ```
 //!
-//! The init sets the rlimits, restricts itself with Landlock (inherited by
+//! The init sets the rlimits, mounts the run's own `/proc` (its PID
+//! namespace's), restricts itself with Landlock (inherited by
 //! everything it starts), reports on stdout that confinement is in force,
 //! then starts the program and reaps every orphan until the program ends.
 //! When the init ends, the kernel kills everything else in its PID
@@ -53,6 +56,9 @@ pub const HELPER_ARG: &str = "__confine";
 /// The Landlock ABI whose rights are asked for; older kernels enforce
 /// what they know (at least ABI 1: files), newer ones are not needed.
 const LANDLOCK_ABI: ABI = ABI::V6;
+
+/// The variable that carries the spec, as JSON, to the helper.
+pub(crate) const SPEC_VAR: &str = "WARDEN_CONFINE_SPEC";
 
 /// Prefix of the helper's report line on stdout, before the program runs.
 pub(crate) const REPORT: &str = "\0warden-confine ";
@@ -116,7 +122,7 @@ extern "C" fn on_term(_: std::ffi::c_int) {
 }
 
 /// Runs the helper: `args` are what follows [`HELPER_ARG`] (the parent's
-/// pid, the spec as JSON). Never returns.
+/// pid); the spec comes as JSON in the environment. Never returns.
 pub fn helper_main(args: &[String]) -> ! {
     let code = match helper(args) {
         Ok(code) => code,
@@ -135,16 +141,18 @@ fn report(line: &str) {
 }
 
 fn helper(args: &[String]) -> Result<i32, String> {
-    let [parent, spec] = args else {
-        return Err("setup helper arguments: expected PARENT SPEC".to_string());
+    let [parent] = args else {
+        return Err("setup helper arguments: expected PARENT".to_string());
     };
     // Die with warden; and if warden is already gone, do not start.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     if parent.parse::<i32>().ok() != Some(getppid().as_raw()) {
         return Ok(125);
     }
+    let spec = std::env::var(SPEC_VAR)
+        .map_err(|e| format!("setup no spec from warden in {SPEC_VAR}: {e}"))?;
     let spec: Spec =
-        serde_json::from_str(spec).map_err(|e| format!("setup bad spec from warden: {e}"))?;
+        serde_json::from_str(&spec).map_err(|e| format!("setup bad spec from warden: {e}"))?;
     let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
     let term = SigAction::new(
         SigHandler::Handler(on_term),
@@ -159,7 +167,7 @@ fn helper(args: &[String]) -> Result<i32, String> {
     let (go_r, go_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let (st_r, st_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let root = getuid().is_root();
-    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID;
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS;
     if !spec.network {
         flags |= CloneFlags::CLONE_NEWNET;
     }
@@ -175,7 +183,7 @@ fn helper(args: &[String]) -> Result<i32, String> {
     // another thread was holding; the stack outlives the call in the
     // parent and is the child's own copy in the child.
     let child = unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) }
-        .map_err(|e| format!("unavailable cannot create user, PID and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"))?;
+        .map_err(|e| format!("unavailable cannot create user, PID, mount and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"))?;
     INIT_PID.store(child.as_raw(), Ordering::SeqCst);
     if TERMINATED.load(Ordering::SeqCst) {
         let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
@@ -350,9 +358,9 @@ fn cstring(bytes: &[u8]) -> CString {
     CString::new(&bytes[..end]).expect("no NUL left")
 }
 
-/// Limits, ids, the working directory and Landlock, in the init (and so
-/// in everything it starts). Returns the mechanism's description, or the
-/// report line of what failed.
+/// Limits, ids, the working directory, `/proc` and Landlock, in the init
+/// (and so in everything it starts). Returns the mechanism's description,
+/// or the report line of what failed.
 fn confine(spec: &Spec) -> Result<String, String> {
     let processes = spec.processes.max(2);
     setrlimit(Resource::RLIMIT_NPROC, processes, processes)
@@ -365,18 +373,49 @@ fn confine(spec: &Spec) -> Result<String, String> {
             spec.cwd.display()
         )
     })?;
-    let abi = landlock(spec)?;
+    let proc = mount_proc();
+    let abi = landlock(spec, proc.is_ok())?;
     let net = if spec.network {
         "the host network (granted)"
     } else {
         "an empty network namespace"
     };
+    let proc = match proc {
+        Ok(()) => "its own /proc (only the run's processes)".to_string(),
+        Err(e) => format!("no /proc (the kernel refused one: {e})"),
+    };
     Ok(format!(
-        "Landlock {abi} (files) + user and PID namespaces (no process outlives the call) + {net} + rlimits (processes, memory)"
+        "Landlock {abi} (files) + user and PID namespaces (no process outlives the call) + {net} + {proc} + rlimits (processes, memory)"
     ))
 }
 
-fn landlock(spec: &Spec) -> Result<String, String> {
+/// Mounts, in the run's own mount namespace, a procfs of its PID
+/// namespace on `/proc`: `ps` and `/proc/self` work, and only the run's
+/// own processes are in it. Where the kernel refuses (a container whose
+/// `/proc` is partly hidden), the run has none: the host's `/proc` stays
+/// out of its Landlock rules either way.
+fn mount_proc() -> Result<(), Errno> {
+    use nix::mount::{MsFlags, mount};
+    // Nothing mounted here reaches the host's mount namespace.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )?;
+    mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+}
+
+/// Restricts the init (and everything it starts) with Landlock; `proc`:
+/// the run's own procfs is mounted on `/proc`, readable.
+fn landlock(spec: &Spec, proc: bool) -> Result<String, String> {
     let abi = LANDLOCK_ABI;
     let unavailable = |e: &dyn std::fmt::Display| format!("unavailable Landlock: {e}");
     let mut rules = Ruleset::default()
@@ -399,6 +438,9 @@ fn landlock(spec: &Spec) -> Result<String, String> {
     let python_etc = python_etc();
     system.extend(python_etc.iter().map(|p| (p.as_path(), false)));
     system.extend(DEVICES.iter().map(|p| (Path::new(*p), true)));
+    if proc {
+        system.push((Path::new("/proc"), false));
+    }
     for (path, device_rw) in system {
         // What this system lacks is simply not there.
         let Ok(fd) = PathFd::new(path) else { continue };

@@ -6,7 +6,9 @@
 //! unless granted (an empty network namespace), a process-count and a
 //! memory limit, a wall-clock timeout, no stdin, and exactly the
 //! environment given. It runs as PID 1's child in its own PID namespace,
-//! so nothing it starts survives it, `setsid` and double forks included.
+//! so nothing it starts survives it, `setsid` and double forks included,
+//! with a `/proc` of that namespace (read-only): it sees its own processes
+//! and nothing else of the host's.
 //! Where the kernel cannot do this, nothing runs: the error says what is
 //! missing.
 //!
@@ -36,7 +38,7 @@ mod unsupported;
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_ARG, helper_main};
 #[cfg(target_os = "linux")]
-pub use run::{Confined, probe, run, run_until, set_helper, spawn};
+pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
 pub use spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{HELPER_ARG, helper_main, probe, run, run_until, set_helper};
+pub use unsupported::{HELPER_ARG, Stop, helper_main, probe, run, run_until, set_helper};

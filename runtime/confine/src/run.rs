@@ -14,7 +14,7 @@ use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
 use crate::capture::Capture;
-use crate::helper::{HELPER_ARG, REPORT};
+use crate::helper::{HELPER_ARG, REPORT, SPEC_VAR};
 use crate::spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
 
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
@@ -39,11 +39,14 @@ fn helper_path() -> Result<PathBuf> {
 
 fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
     let json = serde_json::to_string(spec).expect("a spec always serializes");
+    // In the environment, not on the command line: the spec holds the
+    // granted variables' values (tokens), and any user of the host can
+    // read any process's command line, but only its owner its environment.
     Command::new(helper_path()?)
         .arg(HELPER_ARG)
         .arg(std::process::id().to_string())
-        .arg(json)
         .env_clear()
+        .env(SPEC_VAR, json)
         .current_dir("/")
         .stdin(stdin)
         .stdout(Stdio::piped())
@@ -104,22 +107,40 @@ fn status_of(s: ExitStatus) -> Status {
 /// Runs `spec` to its end or its timeout, confined, stdin `/dev/null`.
 /// When it returns, no process of the run exists any more.
 pub fn run(spec: &Spec) -> Result<Finished> {
-    run_until(spec, &|| false)
+    run_until(spec, &mut |_| {})
 }
 
-/// [`run`], also ended early once `stop` says so (checked every
-/// [`STOP_CHECK`] while the run goes on): everything in it is killed and
-/// it is reported like a timeout. For a caller that is itself cancelled.
-pub fn run_until(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Finished> {
-    run_reporting(spec, stop).map(|(f, _)| f)
+/// What a run waits for.
+enum Event {
+    /// The helper exited (the whole run is gone).
+    Exited,
+    /// Its caller stopped it.
+    Stop,
 }
 
-/// How often a run checks whether its caller stopped it.
-pub const STOP_CHECK: Duration = Duration::from_millis(50);
+/// Ends a run early, from any thread: everything in it is killed and it is
+/// reported like a timeout. Stopping a run that has ended does nothing.
+#[derive(Clone, Debug)]
+pub struct Stop(mpsc::Sender<Event>);
+
+impl Stop {
+    /// Stops the run.
+    pub fn stop(&self) {
+        let _ = self.0.send(Event::Stop);
+    }
+}
+
+/// [`run`], also ended early by the [`Stop`] handed to `stopper` once the
+/// run has started (for a caller that is itself cancelled). The run waits
+/// on its end, its deadline and that handle, and on nothing else: no
+/// thread wakes up while it goes on.
+pub fn run_until(spec: &Spec, stopper: &mut dyn FnMut(Stop)) -> Result<Finished> {
+    run_reporting(spec, stopper).map(|(f, _)| f)
+}
 
 pub(crate) fn run_reporting(
     spec: &Spec,
-    stop_when: &dyn Fn() -> bool,
+    stopper: &mut dyn FnMut(Stop),
 ) -> Result<(Finished, Mechanism)> {
     let mut child = start(spec, Stdio::null(), Stdio::piped())?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
@@ -133,17 +154,14 @@ pub(crate) fn run_reporting(
     });
     let err = thread::spawn(move || Capture::read_all(stderr, cap));
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pids fit in i32"));
-    let (done_rx, waiter) = watch(pid);
-    let deadline = Instant::now() + spec.timeout;
-    let timed_out = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match done_rx.recv_timeout(left.min(STOP_CHECK)) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => break false,
-            Err(RecvTimeoutError::Timeout) if left <= STOP_CHECK || stop_when() => {
-                stop(pid, &done_rx);
-                break true;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
+    let (events_tx, events) = mpsc::channel();
+    let waiter = watch(pid, events_tx.clone());
+    stopper(Stop(events_tx));
+    let timed_out = match events.recv_timeout(spec.timeout) {
+        Ok(Event::Exited) | Err(RecvTimeoutError::Disconnected) => false,
+        Ok(Event::Stop) | Err(RecvTimeoutError::Timeout) => {
+            stop(pid, &events);
+            true
         }
     };
     let exit = child.wait().map_err(|source| Error::Io {
@@ -185,24 +203,31 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// namespace is gone (`done` says it exited). Should it not, it is killed;
 /// its death still kills the init (parent-death signal), only without the
 /// wait.
-fn stop(helper: Pid, done: &mpsc::Receiver<()>) {
+fn stop(helper: Pid, events: &mpsc::Receiver<Event>) {
     let _ = kill(helper, Signal::SIGTERM);
-    if done.recv_timeout(STOP_GRACE).is_err() {
-        let _ = kill(helper, Signal::SIGKILL);
+    let until = Instant::now() + STOP_GRACE;
+    loop {
+        match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(Event::Exited) => return,
+            Ok(Event::Stop) => {}
+            Err(_) => {
+                let _ = kill(helper, Signal::SIGKILL);
+                return;
+            }
+        }
     }
 }
 
 /// Waits in a thread for `pid` to end, without reaping it (so that only
-/// its owner reaps, and the pid cannot be reused before a kill).
-fn watch(pid: Pid) -> (mpsc::Receiver<()>, thread::JoinHandle<()>) {
-    let (done_tx, done_rx) = mpsc::channel();
-    let waiter = thread::spawn(move || {
+/// its owner reaps, and the pid cannot be reused before a kill), then
+/// sends [`Event::Exited`].
+fn watch(pid: Pid, events: mpsc::Sender<Event>) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
         while let Err(nix::errno::Errno::EINTR) =
             waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
         {}
-        let _ = done_tx.send(());
-    });
-    (done_rx, waiter)
+        let _ = events.send(Event::Exited);
+    })
 }
 
 /// A long-lived confined process (an MCP server over stdio). Dropping it
@@ -264,8 +289,9 @@ impl Confined {
     pub fn kill(&mut self) -> Status {
         if self.child.try_wait().ok().flatten().is_none() {
             let pid = Pid::from_raw(i32::try_from(self.child.id()).expect("pids fit in i32"));
-            let (done, waiter) = watch(pid);
-            stop(pid, &done);
+            let (events_tx, events) = mpsc::channel();
+            let waiter = watch(pid, events_tx);
+            stop(pid, &events);
             let status = self.child.wait();
             let _ = waiter.join();
             if let Some(cgroup) = crate::helper::pids_cgroup_dir(self.child.id()) {
@@ -301,7 +327,7 @@ pub fn probe() -> Result<Mechanism, Unavailable> {
         })?;
     let mut spec = Spec::new(program, "/");
     spec.timeout = std::time::Duration::from_secs(10);
-    match run_reporting(&spec, &|| false) {
+    match run_reporting(&spec, &mut |_| {}) {
         Ok((_, m)) => Ok(m),
         Err(Error::Unavailable(u)) => Err(u),
         Err(e) => Err(Unavailable {

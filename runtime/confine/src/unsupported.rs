@@ -22,8 +22,17 @@ pub fn run(_spec: &Spec) -> Result<Finished> {
     Err(Error::Unavailable(missing()))
 }
 
+/// Ends a run early (there is none here).
+#[derive(Clone, Debug)]
+pub struct Stop;
+
+impl Stop {
+    /// Does nothing: nothing runs.
+    pub fn stop(&self) {}
+}
+
 /// Refused: see [`probe`].
-pub fn run_until(_spec: &Spec, _stop: &dyn Fn() -> bool) -> Result<Finished> {
+pub fn run_until(_spec: &Spec, _stopper: &mut dyn FnMut(Stop)) -> Result<Finished> {
     Err(Error::Unavailable(missing()))
 }
 

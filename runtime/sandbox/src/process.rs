@@ -135,15 +135,10 @@ impl ExecPlan {
         names.join(", ")
     }
 
-    /// Runs `cmd` confined, until it ends, its time is up, or `stopped`
-    /// (the call was cancelled or stopped): then everything it started is
-    /// killed.
-    fn run(
-        &self,
-        cmd: Command,
-        clock: &CallClock,
-        stopped: &dyn Fn() -> bool,
-    ) -> Result<Finished, ExecError> {
+    /// Runs `cmd` confined, until it ends, its time is up, or the call's
+    /// `slot` expires (cancelled or past its deadline): then everything it
+    /// started is killed.
+    fn run(&self, cmd: Command, clock: &CallClock, slot: &Slot) -> Result<Finished, ExecError> {
         if self.programs.is_empty() {
             return Err(ExecError::Denied(format!(
                 "this tool may not run programs: `{}` is not granted (a tool runs a program only when `exec = [...]` in its [tools.NAME] section of warden.toml names it)",
@@ -199,7 +194,9 @@ impl ExecPlan {
         spec.memory = self.memory;
         spec.processes = PROCESSES;
         spec.output = self.output;
-        match warden_confine::run_until(&spec, stopped) {
+        let ran = warden_confine::run_until(&spec, &mut |stop| slot.stop_on_expiry(stop));
+        slot.stop_on_expiry_done();
+        match ran {
             Ok(done) => {
                 let (exit_code, signal) = match done.status {
                     warden_confine::Status::Exited(c) => (Some(c), None),
@@ -277,7 +274,6 @@ impl process::Host for ExecRef<'_> {
     }
 
     fn run(&mut self, cmd: Command) -> Result<Finished, ExecError> {
-        let slot = self.slot;
-        self.plan.run(cmd, self.clock, &|| slot.expired())
+        self.plan.run(cmd, self.clock, self.slot)
     }
 }

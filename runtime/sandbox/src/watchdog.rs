@@ -50,6 +50,8 @@ pub(crate) struct Slot {
     pub(crate) wake: tokio::sync::Notify,
     /// The watchdog watching the call while it runs.
     watcher: Mutex<Option<Weak<Shared>>>,
+    /// Stops the command the call is running, if any, when it expires.
+    command: Mutex<Option<warden_confine::Stop>>,
 }
 
 impl CallControl {
@@ -91,6 +93,34 @@ impl Slot {
 
     pub(crate) fn cancelled(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Has the command the call runs stopped when the call expires (at
+    /// once if it already has), so that the run waits on nothing else.
+    pub(crate) fn stop_on_expiry(&self, stop: warden_confine::Stop) {
+        let mut command = self.command.lock().unwrap_or_else(|e| e.into_inner());
+        // `expire` sets the flag before it takes this lock: one of the two
+        // sees the other.
+        if self.expired() {
+            stop.stop();
+        }
+        *command = Some(stop);
+    }
+
+    /// The command has ended.
+    pub(crate) fn stop_on_expiry_done(&self) {
+        *self.command.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Marks the call expired; true the first time. Stops its command.
+    fn expire(&self) -> bool {
+        if self.expired.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        if let Some(stop) = &*self.command.lock().unwrap_or_else(|e| e.into_inner()) {
+            stop.stop();
+        }
+        true
     }
 }
 
@@ -231,7 +261,7 @@ fn run(shared: Arc<Shared>) {
         let mut next: Option<Instant> = None;
         for e in &mut state.calls {
             if now >= e.deadline || e.slot.cancelled() {
-                if !e.slot.expired.swap(true, Ordering::SeqCst) {
+                if e.slot.expire() {
                     advance = true;
                     e.slot.wake.notify_one();
                 }
