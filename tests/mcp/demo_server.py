@@ -7,7 +7,9 @@ the test can check on the host that the confinement, not the server, said no.
 
 Its tool `echo` answers its text. Its tool `crash` dies the way a broken server does: a traceback on stderr,
 then exit, without answering. With `--noisy` it first writes 1 MiB of log
-lines to stderr, as a chatty server does.
+lines to stderr, as a chatty server does. With `--stall-after-crash DIR`,
+`crash` first leaves a file in DIR, and a server started while that file
+exists never answers (a restart that hangs).
 """
 
 import json
@@ -15,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 
 def answer(msg_id, result):
@@ -79,6 +82,12 @@ TOOLS = [
     }
 ]
 
+STALL_DIR = None
+if "--stall-after-crash" in sys.argv:
+    STALL_DIR = sys.argv[sys.argv.index("--stall-after-crash") + 1]
+    if os.path.exists(os.path.join(STALL_DIR, "crashed")):
+        time.sleep(3600)
+
 if "--noisy" in sys.argv:
     for i in range(16384):
         sys.stderr.write(f"debug: log line {i:05} of a chatty server, padded to 64 bytes.\n"[:64])
@@ -102,6 +111,8 @@ for line in sys.stdin:
         answer(msg_id, {"tools": TOOLS})
     elif method == "tools/call" and msg["params"]["name"] == "crash":
         marker = (msg["params"].get("arguments") or {}).get("marker", "")
+        if STALL_DIR:
+            open(os.path.join(STALL_DIR, "crashed"), "w").close()
         sys.stderr.write("Traceback (most recent call last):\n")
         sys.stderr.write('  File "demo_server.py", line 1, in <module>\n')
         sys.stderr.write(f"RuntimeError: the demo server broke ({marker})\n")

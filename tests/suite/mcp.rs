@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use warden_tests::{Sandbox, run, run_ok, warden_bin};
@@ -496,6 +497,71 @@ fn an_mcp_server_that_fails_says_why_and_is_started_again_at_most_three_times() 
             && !down.contains("once more"),
         "{down}"
     );
+}
+
+/// Ctrl-C while a dead server is being started again (and hangs) stops the
+/// wait at once: warden does not sit out the 20 s start limit.
+#[test]
+fn ctrl_c_stops_a_server_restart_that_hangs_at_once() {
+    use warden_mock_llm::{MockLlm, calls};
+    let sb = Sandbox::new();
+    let server_dir = sb.ws.join("server");
+    let state = server_dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let script = server_dir.join("demo_server.py");
+    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [{:?}, {:?}, \"--stall-after-crash\", {:?}]\n\
+         read = [\"server\"]\nwrite = [\"server/state\"]\n",
+        system_python(),
+        script.display().to_string(),
+        state.display().to_string()
+    ));
+    sb.trust();
+    let mock = MockLlm::start(vec![
+        calls(&[("c", "demo__crash", r#"{"marker":"m"}"#)]),
+        calls(&[("e", "demo__echo", r#"{"text":"never answered"}"#)]),
+        warden_mock_llm::answer("never asked for"),
+    ]);
+    let child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "--yes", "go"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second model turn asks for `echo`: the restart that hangs.
+    let marker = state.display().to_string();
+    let started = Instant::now();
+    while mock.requests().len() < 2 || processes_with(&marker).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the restart never began"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pressed = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let took = pressed.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(
+        processes_with(&marker),
+        Vec::<u32>::new(),
+        "the server lives on"
+    );
+    assert_eq!(mock.requests().len(), 2, "the turn went on: {stderr}");
 }
 
 #[test]

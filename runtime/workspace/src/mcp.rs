@@ -152,7 +152,7 @@ impl McpTools {
     ) -> Result<(), String> {
         let (client, listed, process) = match &server.launch {
             McpLaunch::Command(argv) => {
-                let (listed, process) = self.start_process(&server, argv, root)?;
+                let (listed, process) = self.start_process(&server, argv, root, None)?;
                 (listed.0, listed.1, Some(process))
             }
             McpLaunch::Url(url) => {
@@ -164,13 +164,15 @@ impl McpTools {
         Ok(())
     }
 
-    /// Starts the server's program confined and lists its tools on stdio.
-    /// Why it failed ends with the last lines it wrote to stderr.
+    /// Starts the server's program confined and lists its tools on stdio;
+    /// cancelling `cancel` stops the wait for it (and kills it). Why it
+    /// failed ends with the last lines it wrote to stderr.
     fn start_process(
         &self,
         server: &McpServer,
         argv: &[String],
         root: &Path,
+        cancel: Option<&CallCancel>,
     ) -> Result<(Listed, (warden_confine::Confined, StderrTail)), String> {
         // Started from the servers' runtime thread, which lives as long as
         // they do: the confinement helper dies with the thread that
@@ -190,10 +192,13 @@ impl McpTools {
         };
         let stdout = Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?;
         let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
-        match self.list(().serve((stdout, stdin)), "its command") {
+        match self.list(().serve((stdout, stdin)), "its command", cancel) {
             Ok(listed) => Ok((listed, (process, stderr))),
             Err(why) => {
                 process.kill();
+                if cancel.is_some_and(CallCancel::is_cancelled) {
+                    return Err(why);
+                }
                 Err(format!("{why}{}", self.stderr_note(&stderr, STDERR_WAIT)))
             }
         }
@@ -228,7 +233,7 @@ impl McpTools {
             let http = http.clone();
             async move { ().serve(StreamableHttpClientTransport::with_client(http, config)).await }
         };
-        self.list(serving, "its URL").map_err(|why| {
+        self.list(serving, "its URL", None).map_err(|why| {
             // Why the request did not go out, and why a secret was not
             // sent, say more than the client's error does.
             let why = match http.failure() {
@@ -243,13 +248,14 @@ impl McpTools {
     }
 
     /// Waits for the client `serving` to initialize, then lists the
-    /// server's tools, within [`START_TIMEOUT`].
+    /// server's tools, within [`START_TIMEOUT`], or until `cancel`.
     fn list<E: std::fmt::Display>(
         &self,
         serving: impl Future<Output = Result<RunningService<RoleClient, ()>, E>> + Send + 'static,
         check: &'static str,
+        cancel: Option<&CallCancel>,
     ) -> Result<Listed, String> {
-        self.wait(async move {
+        let listing = async move {
             tokio::time::timeout(START_TIMEOUT, async {
                 let client = serving
                     .await
@@ -263,8 +269,13 @@ impl McpTools {
             })
             .await
             .map_err(|_| format!("it did not start within {}s", START_TIMEOUT.as_secs()))?
-        })
-        .ok_or("warden is stopping")?
+        };
+        match cancel {
+            Some(cancel) => self
+                .wait_unless(listing, cancel)
+                .ok_or("cancelled by the user")?,
+            None => self.wait(listing).ok_or("warden is stopping")?,
+        }
     }
 
     /// Offers the tools `listed` of `server`.
@@ -325,6 +336,22 @@ impl McpTools {
         wait.recv().ok()
     }
 
+    /// [`McpTools::wait`], also ended by `cancel` (the task is dropped
+    /// at its next await); `None` then.
+    fn wait_unless<T: Send + 'static>(
+        &self,
+        task: impl Future<Output = T> + Send + 'static,
+        cancel: &CallCancel,
+    ) -> Option<T> {
+        let (done, wait) = std::sync::mpsc::channel();
+        let task = self.rt().spawn(async move {
+            let _ = done.send(task.await);
+        });
+        let abort = task.abort_handle();
+        cancel.on_cancel(move || abort.abort());
+        wait.recv().ok()
+    }
+
     /// The tools offered, in server order.
     pub fn tools(&self) -> &[McpTool] {
         &self.tools
@@ -374,9 +401,17 @@ impl McpTools {
             );
         };
         let started = Instant::now();
-        let (peer, stderr_tail, restarted) = match self.connection(running, &tool.remote) {
+        let (peer, stderr_tail, restarted) = match self.connection(running, &tool.remote, cancel) {
             Ok(live) => live,
-            Err(why) => return fail("failed", why),
+            Err(why) => {
+                let mut result = if cancel.is_cancelled() {
+                    fail("cancelled", "cancelled by the user".into())
+                } else {
+                    fail("failed", why)
+                };
+                result.duration = started.elapsed();
+                return result;
+            }
         };
         let params = CallToolRequestParams::new(tool.remote.clone()).with_arguments(map);
         let (done, wait) = std::sync::mpsc::channel();
@@ -460,12 +495,13 @@ impl McpTools {
 
     /// The connection to `running` for a call of its tool `remote`: a
     /// server started by command whose process exited is started again
-    /// (at most [`MAX_RESTARTS`] times), and says so. The error says why
-    /// there is none.
+    /// (at most [`MAX_RESTARTS`] times, until `cancel`), and says so. The
+    /// error says why there is none.
     fn connection(
         &self,
         running: &Running,
         remote: &str,
+        cancel: &CallCancel,
     ) -> Result<(rmcp::Peer<RoleClient>, Option<StderrTail>, bool), String> {
         let mut live = running.live.lock().unwrap_or_else(|e| e.into_inner());
         let server = &running.server;
@@ -488,7 +524,7 @@ impl McpTools {
             ));
         }
         let ((client, tools), (process, stderr)) = self
-            .start_process(server, argv, &self.root)
+            .start_process(server, argv, &self.root, Some(cancel))
             .map_err(|why| {
                 format!(
                     "MCP server `{name}` had exited, and starting it again failed: {}",
