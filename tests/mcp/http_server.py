@@ -2,7 +2,7 @@
 tests. It listens on a loopback port of its own choosing, prints the port,
 and serves one tool, `whoami`, which answers with the Authorization header
 the request carried: the test checks that warden sent the secret and that
-the model never saw it.
+the model never saw it. `--port N` listens on that port.
 """
 
 import socket
@@ -34,8 +34,11 @@ def with_auth(app):
 
 
 def main():
+    # `--port N`: that port (to come back on it after a restart); else any.
+    port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     sock.listen()
     print(sock.getsockname()[1], flush=True)
     app = with_auth(server.streamable_http_app())

@@ -588,8 +588,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> HttpServer {
+        HttpServer::start_on(0)
+    }
+
+    /// On `port`; 0: one it picks.
+    fn start_on(port: u16) -> HttpServer {
         let mut child = Command::new("python3")
             .arg(script("http_server.py"))
+            .args(["--port", &port.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -667,6 +673,80 @@ fn a_url_server_granted_by_address_serves_its_tools_with_a_secret_the_model_neve
             "the secret reached the model"
         );
     }
+}
+
+/// A server at a URL that goes away and comes back (a new process, which
+/// knows nothing of the old session) is spoken to again: the call made
+/// while it is down fails and says why, the next one works.
+#[test]
+fn a_url_server_that_restarts_is_used_again_after_it_comes_back() {
+    use warden_mock_llm::{MockLlm, Reply, answer, calls};
+    if !python_mcp() {
+        return;
+    }
+    let mut server = HttpServer::start();
+    let p = server.port;
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[mcp.remote]\nurl = \"http://127.0.0.1:{p}/mcp\"\nnetwork = [\"127.0.0.1:{p}\"]\n"
+    ));
+    sb.trust();
+    let call = |greeting: &str| json!({ "greeting": greeting }).to_string();
+    let later = |reply: Reply| Reply::Delay(Duration::from_secs(4), Box::new(reply));
+    let mock = MockLlm::start(vec![
+        calls(&[("a", "remote__whoami", &call("first"))]),
+        later(calls(&[("b", "remote__whoami", &call("while down"))])),
+        later(calls(&[("c", "remote__whoami", &call("back again"))])),
+        answer("done"),
+    ]);
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "--yes", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wait_for = |n: usize| {
+        let started = Instant::now();
+        while mock.requests().len() < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no request {n}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The model is slow to answer after the first result: the server
+    // goes away meanwhile, and comes back while the model thinks again.
+    wait_for(2);
+    drop(server);
+    wait_for(3);
+    server = HttpServer::start_on(p);
+    let out = {
+        let status = child.wait().unwrap();
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        (status, stdout)
+    };
+    drop(server);
+    assert_eq!(out.0.code(), Some(0), "{}", out.1);
+    let requests = mock.requests();
+    let result = |turn: usize| {
+        let results = warden_tests::tool_contents(&requests[turn].body);
+        results.last().cloned().unwrap_or_default()
+    };
+    assert!(result(1).starts_with("first; "), "{}", result(1));
+    assert!(
+        result(2).starts_with(&format!(
+            "MCP server `remote` could not be reached: 127.0.0.1:{p}: connection refused; \
+             check that it is running"
+        )),
+        "{}",
+        result(2)
+    );
+    assert!(result(3).starts_with("back again; "), "{}", result(3));
 }
 
 #[test]

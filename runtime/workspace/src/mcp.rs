@@ -79,6 +79,18 @@ struct Live {
     _process: Option<warden_confine::Confined>,
     /// Times its process was started again after it exited.
     restarts: u32,
+    /// The checked HTTP client of a server at a URL, which knows why a
+    /// request could not be sent (none for a command).
+    http: Option<CheckedHttp>,
+}
+
+/// What a call goes through to its server.
+struct Connection {
+    peer: rmcp::Peer<RoleClient>,
+    stderr: Option<StderrTail>,
+    http: Option<CheckedHttp>,
+    /// The server's process had exited and was started again for it.
+    restarted: bool,
 }
 
 /// A started client and the tools it listed.
@@ -150,17 +162,17 @@ impl McpTools {
         root: &Path,
         config: Option<&StateDir>,
     ) -> Result<(), String> {
-        let (client, listed, process) = match &server.launch {
+        let (client, listed, process, http) = match &server.launch {
             McpLaunch::Command(argv) => {
                 let (listed, process) = self.start_process(&server, argv, root, None)?;
-                (listed.0, listed.1, Some(process))
+                (listed.0, listed.1, Some(process), None)
             }
             McpLaunch::Url(url) => {
-                let listed = self.connect(&server, url, config)?;
-                (listed.0, listed.1, None)
+                let (listed, http) = self.connect(&server, url, config)?;
+                (listed.0, listed.1, None, Some(http))
             }
         };
-        self.add(server, client, listed, process.unzip());
+        self.add(server, client, listed, process.unzip(), http);
         Ok(())
     }
 
@@ -222,7 +234,7 @@ impl McpTools {
         server: &McpServer,
         url: &str,
         config: Option<&StateDir>,
-    ) -> Result<Listed, String> {
+    ) -> Result<(Listed, CheckedHttp), String> {
         // Every request is checked against the grants as it is sent; a
         // refusal is reported below, with the reason.
         let out = Outbound::new(&server.grants, config)?;
@@ -233,7 +245,7 @@ impl McpTools {
             let http = http.clone();
             async move { ().serve(StreamableHttpClientTransport::with_client(http, config)).await }
         };
-        self.list(serving, "its URL", None).map_err(|why| {
+        let listed = self.list(serving, "its URL", None).map_err(|why| {
             // Why the request did not go out, and why a secret was not
             // sent, say more than the client's error does.
             let why = match http.failure() {
@@ -244,7 +256,8 @@ impl McpTools {
                 notes if notes.is_empty() => why,
                 notes => format!("{why}; {}", notes.join("; ")),
             }
-        })
+        })?;
+        Ok((listed, http))
     }
 
     /// Waits for the client `serving` to initialize, then lists the
@@ -285,6 +298,7 @@ impl McpTools {
         client: RunningService<RoleClient, ()>,
         listed: Vec<Tool>,
         (process, stderr): (Option<warden_confine::Confined>, Option<StderrTail>),
+        http: Option<CheckedHttp>,
     ) {
         let at = self.servers.len();
         for tool in listed {
@@ -317,6 +331,7 @@ impl McpTools {
                 stderr,
                 _process: process,
                 restarts: 0,
+                http,
             }),
         });
     }
@@ -401,7 +416,12 @@ impl McpTools {
             );
         };
         let started = Instant::now();
-        let (peer, stderr_tail, restarted) = match self.connection(running, &tool.remote, cancel) {
+        let Connection {
+            peer,
+            stderr: stderr_tail,
+            http,
+            restarted,
+        } = match self.connection(running, &tool.remote, cancel) {
             Ok(live) => live,
             Err(why) => {
                 let mut result = if cancel.is_cancelled() {
@@ -450,13 +470,29 @@ impl McpTools {
                     ServiceError::McpError(_) => String::new(),
                     _ => stderr(STDERR_WAIT) + &self.restart_note(running),
                 };
-                fail(
-                    "failed",
-                    format!(
-                        "MCP server `{server}` failed the call: {}{note}",
-                        inert(&e.to_string())
+                // A server at a URL that could not be reached: why, in
+                // words, rather than the client's transport error.
+                let unreachable = match e {
+                    ServiceError::McpError(_) => None,
+                    _ => http.as_ref().and_then(CheckedHttp::take_failure),
+                };
+                match unreachable {
+                    Some(why) => fail(
+                        "failed",
+                        format!(
+                            "MCP server `{server}` could not be reached: {}; check that it \
+                             is running (the next call tries it again)",
+                            inert(&why)
+                        ),
                     ),
-                )
+                    None => fail(
+                        "failed",
+                        format!(
+                            "MCP server `{server}` failed the call: {}{note}",
+                            inert(&e.to_string())
+                        ),
+                    ),
+                }
             }
             Ok(Ok(Ok(answer))) => {
                 let (text, truncated) = text_of(&answer.content, limits.output as usize);
@@ -502,14 +538,24 @@ impl McpTools {
         running: &Running,
         remote: &str,
         cancel: &CallCancel,
-    ) -> Result<(rmcp::Peer<RoleClient>, Option<StderrTail>, bool), String> {
+    ) -> Result<Connection, String> {
         let mut live = running.live.lock().unwrap_or_else(|e| e.into_inner());
         let server = &running.server;
+        let current = |live: &Live, restarted| Connection {
+            peer: live.client.peer().clone(),
+            stderr: live.stderr.clone(),
+            http: live.http.clone(),
+            restarted,
+        };
         let McpLaunch::Command(argv) = &server.launch else {
-            return Ok((live.client.peer().clone(), None, false));
+            if let Some(http) = &live.http {
+                // What failed before this call is not its failure.
+                http.take_failure();
+            }
+            return Ok(current(&live, false));
         };
         if !live.client.peer().is_transport_closed() {
-            return Ok((live.client.peer().clone(), live.stderr.clone(), false));
+            return Ok(current(&live, false));
         }
         let name = &server.name;
         if live.restarts >= MAX_RESTARTS {
@@ -543,8 +589,9 @@ impl McpTools {
             stderr: Some(stderr),
             _process: Some(process),
             restarts,
+            http: None,
         };
-        Ok((live.client.peer().clone(), live.stderr.clone(), true))
+        Ok(current(&live, true))
     }
 }
 

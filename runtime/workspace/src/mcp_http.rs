@@ -56,6 +56,11 @@ impl CheckedHttp {
         self.failed.lock().expect("not poisoned").clone()
     }
 
+    /// [`CheckedHttp::failure`], forgotten once taken.
+    pub(crate) fn take_failure(&self) -> Option<String> {
+        self.failed.lock().expect("not poisoned").take()
+    }
+
     async fn send(
         &self,
         method: Method,
