@@ -207,6 +207,66 @@ fn a_fork_bomb_and_a_memory_bomb_end_and_the_host_still_works() {
     host_still_works(&sb);
 }
 
+/// Whether this process may make a cgroup (v1) under the `memory`
+/// controller beside its own, as warden's helper does.
+fn memory_cgroup_here() -> bool {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let Some(path) = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "memory")
+            .then_some(path)
+    }) else {
+        return false;
+    };
+    let probe = PathBuf::from("/sys/fs/cgroup/memory")
+        .join(path.trim_start_matches('/'))
+        .join(marker("probe"));
+    std::fs::create_dir(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok()
+}
+
+#[test]
+fn the_memory_limit_bounds_all_the_processes_of_a_command_together() {
+    // Six processes of ~20 MiB each: every one is within the 64 MiB of
+    // its own rlimit, all of them together are not.
+    let sb = shell_sandbox("timeout = \"20s\"\nmemory = \"64MiB\"");
+    let hold = "awk 'BEGIN { s = \"xxxxxxxxxxxxxxxx\"; for (i = 0; i < 20; i++) s = s s; \
+                print \"held\"; fflush(); system(\"sleep 2\") }'";
+    let line = format!("for i in 1 2 3 4 5 6; do {hold} & done; wait; echo all ended");
+    let r = shell(&sb, &line);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let policy = run(sb.warden().arg("policy"));
+    if !memory_cgroup_here() {
+        // Only the rlimit of each process applies here, and the policy
+        // says so: every process got its 20 MiB.
+        eprintln!("no memory cgroup on this host: only per-process limits checked");
+        assert!(
+            policy.stdout.contains("no memory cgroup"),
+            "{}",
+            policy.stdout
+        );
+        assert_eq!(r.stdout.matches("held").count(), 6, "{}", r.stdout);
+        return;
+    }
+    assert!(
+        policy
+            .stdout
+            .contains("a memory cgroup (all processes together)"),
+        "{}",
+        policy.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("the kernel killed a process of this command: its processes together passed the memory limit of 64MiB"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("all ended"), "{}", r.stdout);
+    host_still_works(&sb);
+}
+
 #[test]
 fn a_command_past_the_timeout_is_killed_spinning_or_sleeping() {
     let sb = shell_sandbox("timeout = \"2s\"");

@@ -24,6 +24,13 @@
 //! cgroup of its own under the `pids` controller, with `pids.max`; without
 //! one, nothing runs.
 //!
+//! Memory: `RLIMIT_DATA` bounds each process. Where a `memory` cgroup
+//! controller (v1) lets warden make a cgroup beside its own, the run is
+//! also put in one with `memory.limit_in_bytes`, which bounds all its
+//! processes together: the kernel kills one when the run passes it, and
+//! warden reads that from `memory.oom_control` after the run. The
+//! mechanism line says which of the two is in force.
+//!
 //! This is the one module of the crate with `unsafe`: `clone` and `fork`.
 //! Both are called from the helper, a fresh single-threaded process.
 
@@ -176,6 +183,7 @@ fn helper(args: &[String]) -> Result<i32, String> {
     } else {
         None
     };
+    let mut memory = memory_cgroup(spec.memory);
     let mut stack = vec![0u8; 1 << 20];
     let init = Box::new(|| init(&spec, &go_r, &st_w));
     // SAFETY: the helper is single-threaded (it is warden's `main` before
@@ -208,7 +216,20 @@ fn helper(args: &[String]) -> Result<i32, String> {
             cgroup.display()
         ));
     }
-    let _ = nix::unistd::write(&go_w, b"1");
+    if let Some(dir) = &memory
+        && std::fs::write(dir.join("cgroup.procs"), child.to_string()).is_err()
+    {
+        // Each process is still bounded by its rlimit; the mechanism line
+        // says so.
+        let _ = std::fs::remove_dir(dir);
+        memory = None;
+    }
+    let go = if memory.is_some() {
+        GO_WHOLE_MEMORY
+    } else {
+        GO
+    };
+    let _ = nix::unistd::write(&go_w, &[go]);
     drop(go_w);
 
     let mut status = String::new();
@@ -256,27 +277,78 @@ fn map_ids(child: Pid) -> std::io::Result<()> {
     std::fs::write(format!("{proc}/gid_map"), format!("0 {gid} 1\n"))
 }
 
-/// The `pids` cgroup (v1) a helper with pid `helper` puts its run in,
-/// beside warden's own: `/sys/fs/cgroup/pids/<warden's>/warden-confine-<pid>`.
-pub(crate) fn pids_cgroup_dir(helper: u32) -> Option<std::path::PathBuf> {
+/// What the helper sends the init once the run may start: plain, or with
+/// the whole run in a memory cgroup.
+const GO: u8 = b'1';
+const GO_WHOLE_MEMORY: u8 = b'm';
+
+/// The cgroup (v1) of `controller` a helper with pid `helper` puts its
+/// run in, beside warden's own:
+/// `/sys/fs/cgroup/<controller>/<warden's>/warden-confine-<pid>`.
+fn cgroup_dir(controller: &str, helper: u32) -> Option<std::path::PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = own.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         controllers
             .split(',')
-            .any(|c| c == "pids")
+            .any(|c| c == controller)
             .then(|| path.to_string())
     })?;
-    let dir = Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/'));
+    let dir = Path::new("/sys/fs/cgroup")
+        .join(controller)
+        .join(path.trim_start_matches('/'));
     dir.join("cgroup.procs")
         .exists()
         .then(|| dir.join(format!("warden-confine-{helper}")))
 }
 
+/// Removes the cgroups of the run of helper `helper` (empty once it has
+/// ended; left behind when it was killed) and says whether the kernel
+/// killed a process of the run for passing its memory limit.
+pub(crate) fn remove_cgroups(helper: u32) -> bool {
+    let mut out_of_memory = false;
+    if let Some(dir) = cgroup_dir("memory", helper) {
+        out_of_memory = std::fs::read_to_string(dir.join("memory.oom_control"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+            })
+            .is_some_and(|kills| kills > 0);
+        let _ = std::fs::remove_dir(dir);
+    }
+    if let Some(dir) = cgroup_dir("pids", helper) {
+        let _ = std::fs::remove_dir(dir);
+    }
+    out_of_memory
+}
+
+/// Creates this helper's `memory` cgroup bounding the whole run to
+/// `bytes` (swap included where the kernel counts it), if it can.
+fn memory_cgroup(bytes: u64) -> Option<std::path::PathBuf> {
+    let dir = cgroup_dir("memory", std::process::id())?;
+    let setup = || -> std::io::Result<()> {
+        std::fs::create_dir(&dir)?;
+        std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string())?;
+        let swap = dir.join("memory.memsw.limit_in_bytes");
+        if swap.exists() {
+            std::fs::write(swap, bytes.to_string())?;
+        }
+        Ok(())
+    };
+    match setup() {
+        Ok(()) => Some(dir),
+        Err(_) => {
+            let _ = std::fs::remove_dir(&dir);
+            None
+        }
+    }
+}
+
 /// Creates this helper's `pids` cgroup with `pids.max` = `processes`.
 fn pids_cgroup(processes: u64) -> Result<std::path::PathBuf, String> {
-    let dir = pids_cgroup_dir(std::process::id()).ok_or_else(|| {
+    let dir = cgroup_dir("pids", std::process::id()).ok_or_else(|| {
         "unavailable a process-count limit: warden runs as root, for whom the kernel ignores RLIMIT_NPROC, and no cgroup v1 `pids` controller is mounted at /sys/fs/cgroup/pids (run warden as an ordinary user)".to_string()
     })?;
     let setup = || -> std::io::Result<()> {
@@ -303,7 +375,7 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
     if nix::unistd::read(go, &mut b) != Ok(1) {
         return 125; // the helper died or could not map the ids
     }
-    match confine(spec) {
+    match confine(spec, b[0] == GO_WHOLE_MEMORY) {
         Ok(mechanism) => report(&format!("ok {mechanism}")),
         Err(line) => {
             report(&line);
@@ -361,7 +433,7 @@ fn cstring(bytes: &[u8]) -> CString {
 /// Limits, ids, the working directory, `/proc` and Landlock, in the init
 /// (and so in everything it starts). Returns the mechanism's description,
 /// or the report line of what failed.
-fn confine(spec: &Spec) -> Result<String, String> {
+fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
     let processes = spec.processes.max(2);
     setrlimit(Resource::RLIMIT_NPROC, processes, processes)
         .map_err(|e| format!("setup cannot limit processes: {e}"))?;
@@ -384,8 +456,13 @@ fn confine(spec: &Spec) -> Result<String, String> {
         Ok(()) => "its own /proc (only the run's processes)".to_string(),
         Err(e) => format!("no /proc (the kernel refused one: {e})"),
     };
+    let memory = if whole_memory {
+        "rlimits (processes, memory per process) + a memory cgroup (all processes together)"
+    } else {
+        "rlimits (processes, memory per process; no memory cgroup to bound them together)"
+    };
     Ok(format!(
-        "Landlock {abi} (files) + user and PID namespaces (no process outlives the call) + {net} + {proc} + rlimits (processes, memory)"
+        "Landlock {abi} (files) + user and PID namespaces (no process outlives the call) + {net} + {proc} + {memory}"
     ))
 }
 

@@ -4,7 +4,8 @@
 //! plus the system's program and library directories, read-only: Linux
 //! Landlock enforces it on every open, whatever the path. It has no network
 //! unless granted (an empty network namespace), a process-count and a
-//! memory limit, a wall-clock timeout, no stdin, and exactly the
+//! memory limit (per process, and for the whole run where a memory cgroup
+//! is available), a wall-clock timeout, no stdin, and exactly the
 //! environment given. It runs as PID 1's child in its own PID namespace,
 //! so nothing it starts survives it, `setsid` and double forks included,
 //! with a `/proc` of that namespace (read-only): it sees its own processes

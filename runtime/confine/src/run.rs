@@ -169,10 +169,7 @@ pub(crate) fn run_reporting(
         source,
     })?;
     let _ = waiter.join();
-    if let Some(cgroup) = crate::helper::pids_cgroup_dir(child.id()) {
-        // Left behind when the helper was killed (timeout); empty by now.
-        let _ = std::fs::remove_dir(cgroup);
-    }
+    let out_of_memory = crate::helper::remove_cgroups(child.id());
     let (stdout, out_cut) = out.join().expect("reader thread").finish();
     let (stderr, err_cut) = err.join().expect("reader thread").finish();
     let report = report_rx.try_recv().ok().flatten();
@@ -183,6 +180,9 @@ pub(crate) fn run_reporting(
     }
     if out_cut || err_cut {
         limits.push(Limit::Output);
+    }
+    if out_of_memory {
+        limits.push(Limit::Memory);
     }
     Ok((
         Finished {
@@ -258,6 +258,7 @@ pub fn spawn(spec: &Spec, keep_stderr: bool) -> Result<Confined> {
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
+            crate::helper::remove_cgroups(child.id());
             return Err(e);
         }
     };
@@ -294,18 +295,14 @@ impl Confined {
             stop(pid, &events);
             let status = self.child.wait();
             let _ = waiter.join();
-            if let Some(cgroup) = crate::helper::pids_cgroup_dir(self.child.id()) {
-                let _ = std::fs::remove_dir(cgroup);
-            }
+            crate::helper::remove_cgroups(self.child.id());
             return status.map_or(Status::Signaled(Signal::SIGKILL as i32), status_of);
         }
         let status = self
             .child
             .wait()
             .map_or(Status::Signaled(Signal::SIGKILL as i32), status_of);
-        if let Some(cgroup) = crate::helper::pids_cgroup_dir(self.child.id()) {
-            let _ = std::fs::remove_dir(cgroup);
-        }
+        crate::helper::remove_cgroups(self.child.id());
         status
     }
 }

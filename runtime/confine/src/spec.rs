@@ -26,8 +26,9 @@ pub struct Spec {
     pub network: bool,
     /// Wall-clock limit of the whole run, descendants included.
     pub timeout: Duration,
-    /// Data memory (heap and private writable mappings) of each process,
-    /// in bytes (`RLIMIT_DATA`).
+    /// Memory in bytes: the data (heap and private writable mappings) of
+    /// each process (`RLIMIT_DATA`), and, where a memory cgroup is
+    /// available, of all the run's processes together.
     pub memory: u64,
     /// Processes (and threads) the run may hold at once.
     pub processes: u64,
@@ -80,6 +81,9 @@ pub enum Limit {
     Timeout,
     /// Output past the cap was elided from the middle.
     Output,
+    /// The run's processes together passed the memory limit (where a
+    /// memory cgroup bounds them): the kernel killed one.
+    Memory,
 }
 
 /// The result of [`run`](crate::run).

@@ -40,7 +40,7 @@ pub use network::{HostPattern, NetworkAllow};
 pub use trust::{
     Change, ComponentEntry, Decision, ToolRecord, TrustState, TrustStore, decide, diff, sha256_hex,
 };
-pub use units::{parse_duration, parse_size};
+pub use units::{format_size, parse_duration, parse_size};
 
 /// File name of the workspace policy.
 pub const POLICY_FILE: &str = "warden.toml";

@@ -56,7 +56,7 @@ pub(crate) fn format_duration(d: Duration) -> String {
 }
 
 /// Formats a byte count the way the policy file writes it.
-pub(crate) fn format_size(n: u64) -> String {
+pub fn format_size(n: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
         if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{}{unit}", n >> shift);

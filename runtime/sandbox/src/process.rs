@@ -202,11 +202,22 @@ impl ExecPlan {
                     warden_confine::Status::Exited(c) => (Some(c), None),
                     warden_confine::Status::Signaled(s) => (None, Some(s)),
                 };
+                let mut stderr = done.stderr;
+                if done.limits.contains(&warden_confine::Limit::Memory) {
+                    // The program's own stderr says at most "Killed".
+                    if !stderr.is_empty() && !stderr.ends_with('\n') {
+                        stderr.push('\n');
+                    }
+                    stderr.push_str(&format!(
+                        "[warden: the kernel killed a process of this command: its processes together passed the memory limit of {}; raise `memory` in warden.toml to allow more]\n",
+                        warden_policy::format_size(self.memory)
+                    ));
+                }
                 Ok(Finished {
                     exit_code,
                     signal,
                     stdout: done.stdout,
-                    stderr: done.stderr,
+                    stderr,
                     timed_out: done.timed_out,
                     truncated: done.limits.contains(&warden_confine::Limit::Output),
                 })
