@@ -389,3 +389,32 @@ pub fn sleeping(needle: &str) -> Vec<u32> {
     let cmdline = format!("sleep\0{needle}\0");
     processes_where(|c| c == cmdline.as_bytes())
 }
+
+/// Waits (checking every 20 ms) until `ready` holds; fails the test with
+/// `what` after 30 s.
+pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Sends `child` SIGINT (Ctrl-C) and waits for it: how long it took to
+/// end, its output, and its stderr as text.
+pub fn interrupt(
+    child: std::process::Child,
+) -> (std::time::Duration, std::process::Output, String) {
+    let pressed = std::time::Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -INT {}", child.id());
+    let out = child.wait_with_output().expect("wait for warden");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (pressed.elapsed(), out, stderr)
+}

@@ -4,6 +4,7 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use warden_tests::{Run, Sandbox, guests, run};
@@ -24,6 +25,21 @@ fn shell_sandbox(extra: &str) -> Sandbox {
 fn shell(sb: &Sandbox, line: &str) -> Run {
     let args = serde_json::json!({ "command": line }).to_string();
     run(sb.warden().args(["tools", "call", "shell", &args]))
+}
+
+/// Starts `warden tools call shell ARGS` and returns once its command
+/// has reached `sleep NEEDLE`.
+fn shell_until_sleeping(warden: &mut Command, args: &str, needle: &str) -> Child {
+    let child = warden
+        .args(["tools", "call", "shell", args])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    warden_tests::wait_until("the command never started", || {
+        !warden_tests::sleeping(needle).is_empty()
+    });
+    child
 }
 
 /// A name no other test uses, for files and processes to look for.
@@ -331,22 +347,7 @@ fn a_granted_variable_is_on_no_command_line_of_the_host() {
     let token = marker("token");
     let args = serde_json::json!({ "command": "echo \"$GRANTED_TOKEN\" > out/seen; sleep 777310" })
         .to_string();
-    let mut child = sb
-        .warden()
-        .env("GRANTED_TOKEN", &token)
-        .args(["tools", "call", "shell", &args])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while warden_tests::sleeping("777310").is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the command never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = shell_until_sleeping(sb.warden().env("GRANTED_TOKEN", &token), &args, "777310");
     let showing =
         warden_tests::processes_where(|c| c.windows(token.len()).any(|w| w == token.as_bytes()));
     let _ = child.kill();
@@ -638,21 +639,7 @@ fn under_approval_writes_the_user_sees_the_command_line_and_can_refuse_it() {
 fn warden_sleeps_while_a_command_runs() {
     let sb = shell_sandbox("timeout = \"60s\"");
     let args = serde_json::json!({ "command": "sleep 777330" }).to_string();
-    let mut child = sb
-        .warden()
-        .args(["tools", "call", "shell", &args])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while warden_tests::sleeping("777330").is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the command never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = shell_until_sleeping(&mut sb.warden(), &args, "777330");
     std::thread::sleep(Duration::from_millis(300));
     let before = warden_tests::context_switches(child.id());
     std::thread::sleep(Duration::from_secs(3));
@@ -683,26 +670,10 @@ fn ctrl_c_kills_a_running_command_at_once() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while warden_tests::sleeping("777300").is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the command never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pressed = Instant::now();
-    let pid = i32::try_from(child.id()).unwrap();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-INT", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let out = child.wait_with_output().unwrap();
-    let took = pressed.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    warden_tests::wait_until("the command never started", || {
+        !warden_tests::sleeping("777300").is_empty()
+    });
+    let (took, out, stderr) = warden_tests::interrupt(child);
     assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert_eq!(warden_tests::sleeping("777300"), Vec::<u32>::new());

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use warden_tests::{Sandbox, run, run_ok, warden_bin};
@@ -534,26 +534,11 @@ fn ctrl_c_stops_a_server_restart_that_hangs_at_once() {
         .unwrap();
     // The second model turn asks for `echo`: the restart that hangs.
     let marker = state.display().to_string();
-    let started = Instant::now();
-    while mock.requests().len() < 2 || processes_with(&marker).is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the restart never began"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    warden_tests::wait_until("the restart never began", || {
+        mock.requests().len() >= 2 && !processes_with(&marker).is_empty()
+    });
     std::thread::sleep(Duration::from_millis(300));
-    let pressed = Instant::now();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let out = child.wait_with_output().unwrap();
-    let took = pressed.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (took, out, stderr) = warden_tests::interrupt(child);
     assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert_eq!(
@@ -709,14 +694,7 @@ fn a_url_server_that_restarts_is_used_again_after_it_comes_back() {
         .spawn()
         .unwrap();
     let wait_for = |n: usize| {
-        let started = Instant::now();
-        while mock.requests().len() < n {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "no request {n}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        warden_tests::wait_until(&format!("no request {n}"), || mock.requests().len() >= n);
     };
     // The model is slow to answer after the first result: the server
     // goes away meanwhile, and comes back while the model thinks again.
