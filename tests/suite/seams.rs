@@ -251,6 +251,58 @@ fn a_grant_holding_wardens_folders_is_dropped() {
     assert!(!forged.exists(), "{out:?}");
 }
 
+/// A grant inside one of warden's folders (the trust records) is not
+/// given either, and a workspace inside one (the sessions) is refused:
+/// no tool can rewrite a trust record or another workspace's transcript.
+#[test]
+fn a_grant_or_workspace_inside_wardens_folders_is_refused() {
+    let sb = Sandbox::new();
+    let trust_dir = sb.home.join("state/warden/trust");
+    std::fs::create_dir_all(&trust_dir).unwrap();
+    sb.policy(&format!(
+        "[tools.fs_probe]\nwrite = [\".\", \"{}\"]\n",
+        trust_dir.display()
+    ));
+    let tools = sb.toolset(&[guests::HOSTILE]);
+    let probe = tools.find("fs_probe").expect("enabled");
+    let dirs: Vec<_> = probe
+        .grants()
+        .dirs()
+        .map(|(p, _)| p.to_path_buf())
+        .collect();
+    assert_eq!(dirs, vec![sb.ws.clone()]);
+    assert!(
+        tools
+            .warnings()
+            .iter()
+            .any(|w| w.contains("is inside warden's own folder")),
+        "{:?}",
+        tools.warnings()
+    );
+    let forged = trust_dir.join("forged.json");
+    let out = tools.call(
+        "fs_probe",
+        &json!({"op": "write", "path": forged, "content": "{}"}).to_string(),
+    );
+    assert!(!forged.exists(), "{out:?}");
+
+    let sessions = sb.home.join("state/warden/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let r = run(sb.warden().current_dir(&sessions).args([
+        "tools",
+        "call",
+        "write_file",
+        r#"{"path": "x.txt", "content": "hi"}"#,
+    ]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("is inside warden's own folder"),
+        "{}",
+        r.stderr
+    );
+    assert!(!sessions.join("x.txt").exists());
+}
+
 // ---- 4. every host-side wait is bounded ------------------------------------
 
 /// `tool` (and `fs_probe`) limited to 2 s and `memory`; `ok` enabled.

@@ -8,6 +8,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use warden_policy::inert;
 use warden_state::StateDir;
 
 use crate::Error;
@@ -82,25 +83,37 @@ impl Folders {
         out
     }
 
-    /// The first of warden's folders inside `dir` (canonical), if any.
-    pub fn owned_inside(&self, dir: &Path) -> Option<PathBuf> {
-        self.owned().into_iter().find(|own| own.starts_with(dir))
+    /// The first of warden's folders that `dir` (canonical) holds or lies
+    /// in, if any.
+    pub fn owned_overlapping(&self, dir: &Path) -> Option<Overlap> {
+        self.owned().into_iter().find_map(|own| {
+            if own.starts_with(dir) {
+                Some(Overlap::Holds(own))
+            } else if dir.starts_with(&own) {
+                Some(Overlap::Inside(own))
+            } else {
+                None
+            }
+        })
     }
 
-    /// Refuses a workspace root that contains warden's own folders: its
-    /// tools could rewrite trust records, sessions and cached native code.
+    /// Refuses a workspace root that contains warden's own folders, or
+    /// lies in one: its tools could rewrite trust records, sessions and
+    /// cached native code.
     pub fn check_workspace(&self, root: &Path) -> Result<(), Error> {
-        match self.owned_inside(root) {
-            Some(own) => Err(Error::Folders(format!(
-                "the workspace {} contains warden's own folder {}: tools granted the workspace \
-                 could rewrite trust records, sessions and compiled code. Run warden in a \
-                 project folder, or point XDG_STATE_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME and \
-                 XDG_DATA_HOME outside it",
-                root.display(),
-                own.display()
-            ))),
-            None => Ok(()),
-        }
+        let (how, own) = match self.owned_overlapping(root) {
+            None => return Ok(()),
+            Some(Overlap::Holds(own)) => ("contains", own),
+            Some(Overlap::Inside(own)) => ("is inside", own),
+        };
+        Err(Error::Folders(format!(
+            "the workspace {} {how} warden's own folder {}: tools granted the workspace \
+             could rewrite trust records, sessions and compiled code. Run warden in a \
+             project folder, or point XDG_STATE_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME and \
+             XDG_DATA_HOME elsewhere",
+            inert(&root.display().to_string()),
+            inert(&own.display().to_string())
+        )))
     }
 
     fn open(base: &Path, rel: &str) -> Result<StateDir, Error> {
@@ -178,6 +191,15 @@ fn workspace_id(root: &Path) -> String {
     warden_policy::sha256_hex(root.as_os_str().as_encoded_bytes())[..16].to_string()
 }
 
+/// How a folder meets one of warden's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlap {
+    /// It holds warden's folder.
+    Holds(PathBuf),
+    /// It lies in warden's folder.
+    Inside(PathBuf),
+}
+
 fn key_error(e: io::Error) -> Error {
     Error::Folders(format!("cannot read or create the compile cache key: {e}"))
 }
@@ -200,6 +222,15 @@ mod tests {
         let project = home.join("project");
         std::fs::create_dir_all(&project).unwrap();
         f.check_workspace(&project).unwrap();
+        // Inside one of them: the sessions folder, the user's tools.
+        for root in [
+            home.join(".local/state/warden/sessions"),
+            home.join(".local/data/warden/tools"),
+        ] {
+            std::fs::create_dir_all(&root).unwrap();
+            let e = f.check_workspace(&root).unwrap_err().to_string();
+            assert!(e.contains("is inside warden's own folder"), "{e}");
+        }
     }
 
     #[test]

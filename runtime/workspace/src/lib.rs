@@ -18,7 +18,7 @@ mod toolset;
 pub mod undo;
 mod workspace;
 
-pub use folders::Folders;
+pub use folders::{Folders, Overlap};
 pub use instructions::{INSTRUCTIONS_FILE, Instructions};
 pub use mcp::{McpServer, McpTool, McpTools};
 pub use runner::{ApprovalMode, ApprovalRequest, Approve, SandboxRunner, Verdict};

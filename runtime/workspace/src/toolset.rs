@@ -9,7 +9,7 @@ use warden_sandbox::{
     BoundTool, CallControl, CallOutcome, ErrorKind, ToolError, ToolHost, ToolInfo,
 };
 
-use crate::folders::Folders;
+use crate::folders::{Folders, Overlap};
 use crate::manifest::baseline;
 use crate::mcp::McpTools;
 
@@ -217,13 +217,20 @@ pub(crate) fn pin(
     let record = pins.trusted.map(|t| t.get(tool));
     for cap in caps {
         if let warden_policy::Capability::Dir { path, .. } = &cap
-            && let Some(own) = pins.folders.owned_inside(path)
+            && let Some(overlap) = pins.folders.owned_overlapping(path)
         {
-            warnings.push(format!(
-                "`{tool}`: {cap} is not granted: it contains warden's own folder {}; grant a \
-                 folder inside it instead",
-                inert(&own.display().to_string())
-            ));
+            warnings.push(match overlap {
+                Overlap::Holds(own) => format!(
+                    "`{tool}`: {cap} is not granted: it contains warden's own folder {}; grant \
+                     a folder inside it that is not warden's instead",
+                    inert(&own.display().to_string())
+                ),
+                Overlap::Inside(own) => format!(
+                    "`{tool}`: {cap} is not granted: it is inside warden's own folder {} \
+                     (trust records, sessions, caches), which no tool may reach",
+                    inert(&own.display().to_string())
+                ),
+            });
             continue;
         }
         match record {
