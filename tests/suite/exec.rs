@@ -420,6 +420,95 @@ fn a_command_cannot_mount_or_unmount_anything() {
     );
 }
 
+/// A socket file of the host (an ssh agent, the session bus, docker) is
+/// out of reach even inside a granted folder: Landlock does not check a
+/// `connect`, so the run gets no Unix-domain socket at all.
+#[test]
+fn a_command_reaches_no_unix_socket_of_the_host() {
+    use std::os::unix::net::UnixListener;
+    let sb = shell_sandbox("");
+    let path = sb.ws.join("agent.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    // The probe connects when nothing stops it.
+    std::os::unix::net::UnixStream::connect(&path).unwrap();
+    assert!(listener.accept().is_ok(), "the control connection");
+    let line = "/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); \
+                s.connect(\"agent.sock\"); print(\"made\", \"it\")'; \
+                /usr/bin/python3 -c 'import socket; a, b = socket.socketpair(); \
+                a.send(b\"x\"); print(\"pair\", b.recv(1))'";
+    let r = shell(&sb, line);
+    assert!(!r.stdout.contains("made it"), "{}", r.stdout);
+    assert!(r.stdout.contains("Permission denied"), "{}", r.stdout);
+    assert!(
+        listener.accept().is_err(),
+        "the command's connection arrived"
+    );
+    // A stream pair reaches nothing outside and still works.
+    assert!(r.stdout.contains("pair b'x'"), "{}", r.stdout);
+}
+
+/// SysV shared memory of the host is not the run's: it has its own IPC
+/// namespace.
+#[test]
+fn a_command_sees_no_shared_memory_of_the_host() {
+    let made = std::process::Command::new("ipcmk")
+        .args(["-M", "4096"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&made.stdout).to_string();
+    let id = out.split_whitespace().last().unwrap().to_string();
+    let listed = std::process::Command::new("ipcs")
+        .arg("-m")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
+    let sb = shell_sandbox("");
+    let r = shell(&sb, &format!("ipcs -m; ipcrm -m {id}; echo removed: $?"));
+    let still = std::process::Command::new("ipcs")
+        .arg("-m")
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("ipcrm")
+        .args(["-m", &id])
+        .status();
+    assert!(!r.stdout.contains(&format!("\n{id} ")), "{}", r.stdout);
+    assert!(r.stdout.contains("removed: 1"), "{}", r.stdout);
+    assert!(
+        String::from_utf8_lossy(&still.stdout).contains(&id),
+        "removed from the host"
+    );
+}
+
+/// A descriptor warden inherited (from a shell redirection, a build tool,
+/// an editor) is closed for the command: Landlock checks opens, not
+/// descriptors already open.
+#[test]
+fn a_descriptor_warden_inherits_never_reaches_a_command() {
+    let sb = shell_sandbox("");
+    let secret = sb.outside.join("secret.txt");
+    std::fs::write(&secret, "inherited-secret").unwrap();
+    let warden = sb.warden();
+    let mut cmd = Command::new("sh");
+    cmd.env_clear()
+        .envs(warden.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(warden.get_current_dir().unwrap())
+        .env("SECRET", &secret)
+        .args([
+            "-c",
+            "exec \"$0\" tools call shell \"$1\" 7<\"$SECRET\"",
+            warden.get_program().to_str().unwrap(),
+            r#"{"command": "cat <&7; echo; yes | head -n 1"}"#,
+        ]);
+    let r = run(&mut cmd);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("inherited-secret"), "{}", r.stdout);
+    assert!(r.stdout.contains("Bad file descriptor"), "{}", r.stdout);
+    // Signals start at their default: `yes` ends quietly on a closed pipe
+    // (warden itself ignores SIGPIPE).
+    assert!(!r.stdout.contains("Broken pipe"), "{}", r.stdout);
+}
+
 #[test]
 fn a_program_not_granted_is_refused_with_the_granted_list() {
     let sb = Sandbox::new();

@@ -4,13 +4,13 @@
 //!
 //! ```text
 //! warden ──spawn──► helper (host namespaces; writes the id maps, relays the status)
-//!                     └─clone(NEWUSER|NEWPID|NEWNS[|NEWNET])─► init (PID 1 of the run)
-//!                                                               └─fork─► the program
+//!                     └─clone(NEWUSER|NEWPID|NEWNS|NEWIPC[|NEWNET])─► init (PID 1 of the run)
+//!                                                                      └─fork─► the program
 //! ```
 //!
 //! The init sets the rlimits, mounts the run's own `/proc` (its PID
-//! namespace's), restricts itself with Landlock (inherited by
-//! everything it starts), reports on stdout that confinement is in force,
+//! namespace's), restricts itself with Landlock and a seccomp filter
+//! (inherited by everything it starts), reports on stdout that confinement is in force,
 //! then starts the program and reaps every orphan until the program ends.
 //! When the init ends, the kernel kills everything else in its PID
 //! namespace, so nothing the program started outlives it, whatever it did
@@ -174,7 +174,12 @@ fn helper(args: &[String]) -> Result<i32, String> {
     let (go_r, go_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let (st_r, st_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let root = getuid().is_root();
-    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS;
+    // Its own IPC namespace too: no SysV shared memory, semaphores or
+    // message queues of the host.
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWIPC;
     if !spec.network {
         flags |= CloneFlags::CLONE_NEWNET;
     }
@@ -191,7 +196,10 @@ fn helper(args: &[String]) -> Result<i32, String> {
     // another thread was holding; the stack outlives the call in the
     // parent and is the child's own copy in the child.
     let child = unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) }
-        .map_err(|e| format!("unavailable cannot create user, PID, mount and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"))?;
+        .map_err(|e| match e {
+            Errno::EPERM | Errno::EINVAL | Errno::ENOSYS => format!("unavailable cannot create user, PID, mount, IPC and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"),
+            _ => format!("setup cannot start the confined run now ({e}): too many processes or namespaces on this host; try again when fewer run"),
+        })?;
     INIT_PID.store(child.as_raw(), Ordering::SeqCst);
     if TERMINATED.load(Ordering::SeqCst) {
         let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
@@ -263,6 +271,14 @@ fn helper(args: &[String]) -> Result<i32, String> {
     }
     Ok(match init_status {
         Ok(WaitStatus::Exited(_, code)) => code,
+        // The init itself was killed (by the kernel, out of memory): the
+        // whole run ended with it.
+        Ok(WaitStatus::Signaled(_, sig, _)) => {
+            // SAFETY: restoring the default action of a signal is always sound.
+            let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+            let _ = raise(sig);
+            128 + sig as i32
+        }
         _ => 125,
     })
 }
@@ -324,12 +340,25 @@ pub(crate) fn remove_cgroups(helper: u32) -> bool {
     out_of_memory
 }
 
+/// Creates the cgroup `dir`. One left behind by an earlier helper with
+/// the same pid (warden was killed during its run) is empty: it is
+/// removed first.
+fn make_cgroup(dir: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_dir(dir)?;
+            std::fs::create_dir(dir)
+        }
+        other => other,
+    }
+}
+
 /// Creates this helper's `memory` cgroup bounding the whole run to
 /// `bytes` (swap included where the kernel counts it), if it can.
 fn memory_cgroup(bytes: u64) -> Option<std::path::PathBuf> {
     let dir = cgroup_dir("memory", std::process::id())?;
     let setup = || -> std::io::Result<()> {
-        std::fs::create_dir(&dir)?;
+        make_cgroup(&dir)?;
         std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string())?;
         let swap = dir.join("memory.memsw.limit_in_bytes");
         if swap.exists() {
@@ -352,7 +381,7 @@ fn pids_cgroup(processes: u64) -> Result<std::path::PathBuf, String> {
         "unavailable a process-count limit: warden runs as root, for whom the kernel ignores RLIMIT_NPROC, and no cgroup v1 `pids` controller is mounted at /sys/fs/cgroup/pids (run warden as an ordinary user)".to_string()
     })?;
     let setup = || -> std::io::Result<()> {
-        std::fs::create_dir(&dir)?;
+        make_cgroup(&dir)?;
         std::fs::write(dir.join("pids.max"), processes.to_string())
     };
     setup().map_err(|e| {
@@ -394,6 +423,7 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
     // helper), so the child may allocate and run anything.
     let child = match unsafe { fork() } {
         Ok(ForkResult::Child) => {
+            start_clean();
             let e = execve(&program, &argv, &envp).unwrap_err();
             let _ = writeln!(
                 std::io::stderr(),
@@ -424,6 +454,92 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
     0
 }
 
+/// What the program starts with beyond the spec, reset in the init's
+/// child just before `execve`: every signal at its default action and
+/// none blocked (warden ignores SIGPIPE, which `execve` would keep), a
+/// session of its own (a `kill(0)` reaches only the run), and no
+/// descriptor but stdin, stdout and stderr (one warden inherited would be
+/// readable whatever the grants: Landlock checks opens, not descriptors).
+fn start_clean() {
+    for sig in Signal::iterator() {
+        if !matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
+            // SAFETY: restoring the default action of a signal is always sound.
+            let _ = unsafe { signal(sig, SigHandler::SigDfl) };
+        }
+    }
+    let _ = nix::sys::signal::sigprocmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::empty()),
+        None,
+    );
+    let _ = nix::unistd::setsid();
+    // SAFETY: close_range(2) only changes flags of this process's own
+    // descriptors; the arguments are plain integers.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked != 0 {
+        // Kernels before 5.11: mark them one by one.
+        for fd in 3..1024 {
+            let _ = nix::fcntl::fcntl(
+                // SAFETY: only the flag of `fd`, if open, is changed.
+                unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            );
+        }
+    }
+}
+
+/// A seccomp filter for the whole run: no Unix-domain socket of its own
+/// (Landlock does not check `connect` to a socket file, so one could reach
+/// the session bus, an ssh agent or docker; a stream `socketpair` stays
+/// allowed, it reaches nothing), and no io_uring (which would go around
+/// the filter).
+fn seccomp() -> Result<(), String> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
+    };
+    let cond = |arg, op, value| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value);
+    let unix = u64::try_from(libc::AF_UNIX).expect("positive");
+    let build = || -> Result<BpfProgram, seccompiler::Error> {
+        let rules = [
+            (
+                libc::SYS_socket,
+                vec![SeccompRule::new(vec![cond(0, SeccompCmpOp::Eq, unix)?])?],
+            ),
+            (
+                libc::SYS_socketpair,
+                vec![SeccompRule::new(vec![
+                    cond(0, SeccompCmpOp::Eq, unix)?,
+                    // The type without SOCK_NONBLOCK / SOCK_CLOEXEC.
+                    cond(
+                        1,
+                        SeccompCmpOp::MaskedEq(0xf),
+                        u64::try_from(libc::SOCK_DGRAM).expect("positive"),
+                    )?,
+                ])?],
+            ),
+            (libc::SYS_io_uring_setup, vec![]),
+        ];
+        let filter = SeccompFilter::new(
+            rules.into_iter().collect(),
+            SeccompAction::Allow,
+            SeccompAction::Errno(u32::try_from(libc::EACCES).expect("positive")),
+            std::env::consts::ARCH.try_into()?,
+        )?;
+        Ok(filter.try_into()?)
+    };
+    let program = build().map_err(|e| format!("setup seccomp filter: {e}"))?;
+    seccompiler::apply_filter(&program)
+        .map_err(|e| format!("unavailable seccomp filters are not available in this kernel: {e}"))
+}
+
 fn cstring(bytes: &[u8]) -> CString {
     // Spec strings come from Rust strings and paths: a NUL inside is cut there.
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
@@ -447,6 +563,7 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
     })?;
     let proc = mount_proc();
     let abi = landlock(spec, proc.is_ok())?;
+    seccomp()?;
     let net = if spec.network {
         "the host network (granted)"
     } else {
@@ -462,7 +579,7 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
         "rlimits (processes, memory per process; no memory cgroup to bound them together)"
     };
     Ok(format!(
-        "Landlock {abi} (files) + user and PID namespaces (no process outlives the call) + {net} + {proc} + {memory}"
+        "Landlock {abi} (files) + user, PID and IPC namespaces (no process outlives the call) + {net} + {proc} + seccomp (no Unix-domain sockets, no io_uring) + {memory}"
     ))
 }
 

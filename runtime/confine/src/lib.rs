@@ -9,7 +9,10 @@
 //! environment given. It runs as PID 1's child in its own PID namespace,
 //! so nothing it starts survives it, `setsid` and double forks included,
 //! with a `/proc` of that namespace (read-only): it sees its own processes
-//! and nothing else of the host's.
+//! and nothing else of the host's. A seccomp filter refuses Unix-domain
+//! sockets (a socket file is reachable by path whatever Landlock allows)
+//! and io_uring; it has its own IPC namespace, and no descriptor warden
+//! inherited.
 //! Where the kernel cannot do this, nothing runs: the error says what is
 //! missing.
 //!

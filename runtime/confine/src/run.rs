@@ -164,12 +164,14 @@ pub(crate) fn run_reporting(
             true
         }
     };
+    // The helper has exited but is not reaped yet, so its pid (which names
+    // its cgroups) is not anyone else's while they are read and removed.
+    let _ = waiter.join();
+    let out_of_memory = crate::helper::remove_cgroups(child.id());
     let exit = child.wait().map_err(|source| Error::Io {
         context: "cannot wait for the confinement helper".into(),
         source,
     })?;
-    let _ = waiter.join();
-    let out_of_memory = crate::helper::remove_cgroups(child.id());
     let (stdout, out_cut) = out.join().expect("reader thread").finish();
     let (stderr, err_cut) = err.join().expect("reader thread").finish();
     let report = report_rx.try_recv().ok().flatten();
@@ -293,9 +295,9 @@ impl Confined {
             let (events_tx, events) = mpsc::channel();
             let waiter = watch(pid, events_tx);
             stop(pid, &events);
-            let status = self.child.wait();
             let _ = waiter.join();
             crate::helper::remove_cgroups(self.child.id());
+            let status = self.child.wait();
             return status.map_or(Status::Signaled(Signal::SIGKILL as i32), status_of);
         }
         let status = self
