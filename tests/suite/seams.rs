@@ -475,6 +475,47 @@ fn escape_sequences_in_a_granted_directory_name_are_shown_inert() {
     );
 }
 
+/// A workspace whose own path, and a drop-in whose file name, carry
+/// terminal controls: every line that shows them, in `policy`, `trust`
+/// and `trust --show`, shows them inert.
+#[test]
+fn escape_sequences_in_the_workspace_path_and_a_drop_in_name_are_shown_inert() {
+    let sb = Sandbox::new();
+    let root = sb.ws.join("p\x1b[2K\rok\u{202e}txt");
+    std::fs::create_dir_all(root.join(".warden/tools")).unwrap();
+    std::fs::copy(
+        guests::HOSTILE,
+        root.join(".warden/tools/a\u{202e}lmth\u{9b}31m.wasm"),
+    )
+    .unwrap();
+    let raw = |text: &str| {
+        text.contains('\x1b')
+            || text.contains('\r')
+            || text.contains('\u{202e}')
+            || text.contains('\u{9b}')
+    };
+    for args in [
+        &["policy"][..],
+        &["trust"][..],
+        &["trust"][..],
+        &["trust", "--show"][..],
+    ] {
+        let r = run(sb.warden().current_dir(&root).args(args));
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            !raw(&r.stdout) && !raw(&r.stderr),
+            "{args:?}: {:?}{:?}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            r.stdout.contains("p\\x1b[2K\\rok"),
+            "{args:?}: {}",
+            r.stdout
+        );
+    }
+}
+
 #[test]
 fn escape_sequences_from_the_model_are_shown_inert_in_the_approval_prompt() {
     let sb = Sandbox::new();

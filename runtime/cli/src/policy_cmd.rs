@@ -49,11 +49,14 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
         return Ok(0);
     }
     let source = if ws.policy.is_present() {
-        ws.policy.path().display().to_string()
+        inert(&ws.policy.path().display().to_string()).into_owned()
     } else {
-        format!("defaults (no {})", ws.policy.path().display())
+        format!(
+            "defaults (no {})",
+            inert(&ws.policy.path().display().to_string())
+        )
     };
-    writeln!(out, "workspace: {}", ws.root.display())?;
+    writeln!(out, "workspace: {}", inert(&ws.root.display().to_string()))?;
     writeln!(out, "policy:    {source}")?;
     if let Some(c) = &confinement {
         writeln!(out, "commands:  {c}")?;

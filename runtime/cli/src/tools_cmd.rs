@@ -141,7 +141,11 @@ fn inspect(ws: &Workspace, tools: &Toolset, name: &str, json: bool) -> anyhow::R
         )?,
     }
     writeln!(out, "parameters:")?;
-    writeln!(out, "{}", serde_json::to_string_pretty(&s.parameters)?)?;
+    writeln!(
+        out,
+        "{}",
+        inert_text(&serde_json::to_string_pretty(&s.parameters)?)
+    )?;
     Ok(0)
 }
 

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use warden_policy::{Change, TrustState, decide, diff, inert};
+use warden_policy::{Change, TrustState, decide, diff, inert, inert_text};
 use warden_workspace::{Folders, Workspace};
 
 use crate::prompt::Answer;
@@ -48,13 +48,21 @@ pub fn run(dir: Option<&Path>, folders: Folders, show: bool) -> anyhow::Result<u
             None => writeln!(
                 out,
                 "{} has never been trusted: it runs with safe defaults (built-in tools, the workspace only, no drop-ins)",
-                ws_root.display()
+                inert(&ws_root.display().to_string())
             )?,
             Some(state) => {
                 let mut shown = state.clone();
                 shown.policy_text = None;
-                writeln!(out, "trusted state of {}:", ws_root.display())?;
-                writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
+                writeln!(
+                    out,
+                    "trusted state of {}:",
+                    inert(&ws_root.display().to_string())
+                )?;
+                writeln!(
+                    out,
+                    "{}",
+                    inert_text(&serde_json::to_string_pretty(&shown)?)
+                )?;
             }
         }
         return Ok(0);
@@ -66,7 +74,7 @@ pub fn run(dir: Option<&Path>, folders: Folders, show: bool) -> anyhow::Result<u
         writeln!(
             out,
             "nothing changed since {} was last trusted",
-            ws.root.display()
+            inert(&ws.root.display().to_string())
         )?;
         return Ok(0);
     }

@@ -334,7 +334,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
             done.problems.push(format!(
                 "{shown}: `{}` no longer has write access to {}; left as it is",
                 e.tool,
-                e.mount.display()
+                warden_policy::inert(&e.mount.display().to_string())
             ));
             continue;
         };
