@@ -578,9 +578,14 @@ impl HttpServer {
 
     /// On `port`; 0: one it picks.
     fn start_on(port: u16) -> HttpServer {
+        HttpServer::start_with(&["--port", &port.to_string()])
+    }
+
+    /// With these arguments to the script.
+    fn start_with(args: &[&str]) -> HttpServer {
         let mut child = Command::new("python3")
             .arg(script("http_server.py"))
-            .args(["--port", &port.to_string()])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -789,4 +794,43 @@ fn a_url_server_whose_name_resolves_to_loopback_is_not_connected() {
         matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the listener was reached"
     );
+}
+
+/// A server whose notification stream (the GET) ends at once is not asked
+/// for it again and again while warden waits: a few quick retries, then
+/// warden lets it be (calls still work: they go by POST).
+#[test]
+fn an_idle_warden_does_not_poll_a_url_server_whose_stream_keeps_ending() {
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gets = dir.path().join("gets");
+    let server = HttpServer::start_with(&["--gets-to", gets.to_str().unwrap()]);
+    let p = server.port;
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[mcp.remote]\nurl = \"http://127.0.0.1:{p}/mcp\"\nnetwork = [\"127.0.0.1:{p}\"]\n"
+    ));
+    sb.trust();
+    let mut idle = sb
+        .warden()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let count = || {
+        std::fs::read_to_string(&gets)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    warden_tests::wait_until("no GET came", || count() > 0);
+    std::thread::sleep(Duration::from_secs(15));
+    let n = count();
+    let _ = idle.kill();
+    let _ = idle.wait();
+    assert!(n <= 5, "{n} GETs in 15 s of waiting");
 }

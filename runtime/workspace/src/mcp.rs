@@ -239,7 +239,8 @@ impl McpTools {
         // refusal is reported below, with the reason.
         let out = Outbound::new(&server.grants, config)?;
         let http = CheckedHttp::new(out.clone(), server.grants.limits.timeout);
-        let config = StreamableHttpClientTransportConfig::with_uri(url);
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+        config.retry_config = Arc::new(QuickEndsGiveUp::default());
         // Made on the servers' runtime, which runs its worker.
         let serving = {
             let http = http.clone();
@@ -604,6 +605,37 @@ impl Drop for McpTools {
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+/// When a server's event stream ends (the one that carries its
+/// notifications), it is opened again after 1 s, 2 s, 4 s; a stream that
+/// keeps ending within [`QUICK_END`] is given up after [`QUICK_ENDS`]
+/// tries, so an idle warden does not ask the server for it every second
+/// (rmcp's own policy starts over after each reopening). Calls go by POST
+/// and still work.
+#[derive(Debug, Default)]
+struct QuickEndsGiveUp {
+    /// When the last retry was asked for, and how many came in a row
+    /// each within [`QUICK_END`] of the one before.
+    last: Mutex<Option<(Instant, u32)>>,
+}
+
+/// A stream that ends this soon after it was opened again ended quickly.
+const QUICK_END: Duration = Duration::from_secs(30);
+/// Quick ends in a row before the stream is given up.
+const QUICK_ENDS: u32 = 3;
+
+impl rmcp::transport::common::client_side_sse::SseRetryPolicy for QuickEndsGiveUp {
+    fn retry(&self, _: usize) -> Option<Duration> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let streak = match *last {
+            Some((at, n)) if now.duration_since(at) < QUICK_END => n + 1,
+            _ => 0,
+        };
+        *last = Some((now, streak));
+        (streak < QUICK_ENDS).then(|| Duration::from_secs(1 << streak))
     }
 }
 
