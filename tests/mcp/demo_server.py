@@ -82,6 +82,19 @@ TOOLS = [
     }
 ]
 
+if "--bloated" in sys.argv:
+    # A 300 KB description and a 100 KB schema: what a broken or hostile
+    # server may list.
+    TOOLS[0] = dict(TOOLS[0], description="Echoes. " + "padding " * 40000)
+    TOOLS.append({
+        "name": "huge",
+        "description": "Takes many fields.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {f"field_{i:05}": {"type": "string", "description": "x" * 80} for i in range(1000)},
+        },
+    })
+
 STALL_DIR = None
 if "--stall-after-crash" in sys.argv:
     STALL_DIR = sys.argv[sys.argv.index("--stall-after-crash") + 1]

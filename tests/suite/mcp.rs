@@ -834,3 +834,35 @@ fn an_idle_warden_does_not_poll_a_url_server_whose_stream_keeps_ending() {
     let _ = idle.wait();
     assert!(n <= 5, "{n} GETs in 15 s of waiting");
 }
+
+/// A server that lists a huge description or schema cannot fill every
+/// request to the model: the description is cut, the tool with the huge
+/// schema is left out, and both are said.
+#[test]
+fn an_mcp_server_listing_huge_tools_is_cut_down_and_says_so() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server(&["--bloated"]);
+    let r = run(sb.warden().args(["tools", "list", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed: Value = serde_json::from_str(&r.stdout).unwrap();
+    let tools = listed["tools"].as_array().unwrap();
+    assert!(tools.iter().all(|t| t["name"] != "demo__huge"), "{listed}");
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "demo__echo")
+        .unwrap_or_else(|| panic!("{listed}"));
+    let description = echo["description"].as_str().unwrap();
+    assert!(description.len() <= 4100, "{}", description.len());
+    assert!(description.starts_with("Echoes. padding"), "{description}");
+    let warnings = listed["warnings"].to_string();
+    assert!(
+        warnings.contains("tool `huge` is left out: its input schema is"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("the description of tool `echo` is cut to 4 KiB"),
+        "{warnings}"
+    );
+}

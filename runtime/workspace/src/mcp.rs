@@ -38,6 +38,11 @@ const STDERR_LINES: usize = 6;
 /// How long a failure waits for the server's stderr to end (it ends with
 /// the process) before saying what it has.
 const STDERR_WAIT: Duration = Duration::from_millis(500);
+/// Bytes of a tool's description offered to the model; the rest is cut.
+const DESCRIPTION_MAX: usize = 4 << 10;
+/// Bytes of a tool's input schema (as JSON); a tool with a larger one is
+/// left out.
+const SCHEMA_MAX: usize = 32 << 10;
 /// Times a server started by command is started again after it exited,
 /// in one session: a server that keeps dying stays down.
 const MAX_RESTARTS: u32 = 3;
@@ -314,12 +319,44 @@ impl McpTools {
                 ));
                 continue;
             }
+            // Sent with every request: a server cannot fill the model's
+            // context with them.
+            let parameters = Value::Object((*tool.input_schema).clone());
+            let schema_len = parameters.to_string().len();
+            if schema_len > SCHEMA_MAX {
+                self.problems.push(format!(
+                    "MCP server `{}`: tool `{}` is left out: its input schema is {} KiB, more \
+                     than the {} KiB a tool may send to the model with every request",
+                    server.name,
+                    inert(&tool.name),
+                    schema_len >> 10,
+                    SCHEMA_MAX >> 10
+                ));
+                continue;
+            }
+            let mut description = tool.description.as_deref().unwrap_or("").to_string();
+            if description.len() > DESCRIPTION_MAX {
+                self.problems.push(format!(
+                    "MCP server `{}`: the description of tool `{}` is cut to {} KiB (it had {} \
+                     KiB)",
+                    server.name,
+                    inert(&tool.name),
+                    DESCRIPTION_MAX >> 10,
+                    description.len() >> 10
+                ));
+                let mut end = DESCRIPTION_MAX;
+                while !description.is_char_boundary(end) {
+                    end -= 1;
+                }
+                description.truncate(end);
+                description.push('…');
+            }
             self.index.insert(exposed.clone(), self.tools.len());
             self.tools.push(McpTool {
                 def: ToolDef {
                     name: exposed,
-                    description: tool.description.as_deref().unwrap_or("").to_string(),
-                    parameters: Value::Object((*tool.input_schema).clone()),
+                    description,
+                    parameters,
                 },
                 server: at,
                 remote: tool.name.to_string(),
