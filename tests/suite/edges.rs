@@ -648,3 +648,54 @@ fn compact_in_chat_shortens_older_outputs_and_turns_show_their_tokens() {
         "{after}"
     );
 }
+
+/// Ctrl-C during `/compact` stops the summary request at once, and the
+/// chat goes on with the conversation as it was.
+#[test]
+fn ctrl_c_cancels_a_compaction_in_chat() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("One."), answer("Two."), Reply::Hang]);
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .arg("chat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let long = "a long message that only a summary can shorten ".repeat(100);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{long}\n{long}\n/compact\n/exit\n").as_bytes())
+        .unwrap();
+    // The third request is the summary, which never comes back.
+    warden_tests::wait_until("no summary request", || mock.requests().len() >= 3);
+    std::thread::sleep(Duration::from_millis(300));
+    let pressed = Instant::now();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    // Before the fix it waited out the request timeout (minutes): give it
+    // 20 s, then end it.
+    while child.try_wait().unwrap().is_none() && pressed.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = pressed.elapsed();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("compaction cancelled; the conversation is kept as it was"),
+        "{stderr}"
+    );
+    assert_eq!(mock.requests().len(), 3);
+}

@@ -169,6 +169,18 @@ fn send(
 ) -> Result<String, AgentError> {
     let cancel = CancellationToken::new();
     approver.set_turn(Some(cancel.clone()));
+    let result = until_ctrl_c(rt, &cancel, agent.send(text, &cancel, &mut |e| r.on(e)));
+    approver.set_turn(None);
+    r.stop_spinner();
+    result
+}
+
+/// Runs `work` to its end, with Ctrl-C cancelling `cancel` meanwhile.
+fn until_ctrl_c<F: std::future::Future>(
+    rt: &tokio::runtime::Runtime,
+    cancel: &CancellationToken,
+    work: F,
+) -> F::Output {
     let watch = {
         let cancel = cancel.clone();
         rt.spawn(async move {
@@ -177,11 +189,9 @@ fn send(
             }
         })
     };
-    let result = rt.block_on(agent.send(text, &cancel, &mut |e| r.on(e)));
-    approver.set_turn(None);
+    let out = rt.block_on(work);
     watch.abort();
-    r.stop_spinner();
-    result
+    out
 }
 
 /// `warden run`.
@@ -448,8 +458,14 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             }
             "/compact" => {
                 let cancel = CancellationToken::new();
-                match rt.block_on(agent.compact_now(&cancel, &mut |e| r.on(e))) {
+                let compacted =
+                    until_ctrl_c(&rt, &cancel, agent.compact_now(&cancel, &mut |e| r.on(e)));
+                r.stop_spinner();
+                match compacted {
                     Ok(()) => eprintln!("conversation compacted (the transcript keeps it whole)"),
+                    Err(AgentError::Cancelled) => {
+                        eprintln!("\ncompaction cancelled; the conversation is kept as it was")
+                    }
                     Err(e) => eprintln!("error: {}", inert(&e.to_string())),
                 }
                 continue;
