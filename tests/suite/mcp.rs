@@ -199,9 +199,15 @@ struct Raw {
 
 impl Raw {
     fn start(sb: &Sandbox) -> Raw {
+        Raw::start_with(sb, &[])
+    }
+
+    /// `warden mcp ARGS`.
+    fn start_with(sb: &Sandbox, args: &[&str]) -> Raw {
         let mut child = sb
             .warden()
             .arg("mcp")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -865,4 +871,35 @@ fn an_mcp_server_listing_huge_tools_is_cut_down_and_says_so() {
         warnings.contains("the description of tool `echo` is cut to 4 KiB"),
         "{warnings}"
     );
+}
+
+/// A client that goes away while a call runs takes the call with it:
+/// `warden mcp` stops the command at once rather than waiting out its
+/// timeout.
+#[test]
+fn a_client_that_goes_away_stops_the_call_it_left_running() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.shell]\nexec = [\"sh\"]\nread = [\".\"]\ntimeout = \"60s\"\n");
+    sb.trust();
+    let mut mcp = Raw::start_with(&sb, &["--yes"]);
+    mcp.initialize();
+    mcp.send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 777410"}}}"#,
+    );
+    warden_tests::wait_until("the command never started", || {
+        !warden_tests::sleeping("777410").is_empty()
+    });
+    let gone = std::time::Instant::now();
+    drop(mcp.child.stdin.take());
+    while mcp.child.try_wait().unwrap().is_none() && gone.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = gone.elapsed();
+    let _ = mcp.child.kill();
+    let _ = mcp.child.wait();
+    assert!(
+        took < Duration::from_secs(8),
+        "warden mcp ended {took:?} after its client"
+    );
+    assert_eq!(warden_tests::sleeping("777410"), Vec::<u32>::new());
 }

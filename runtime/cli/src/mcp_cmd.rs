@@ -11,7 +11,7 @@
 //! A call that needs approval runs with `--yes`, or when the client can ask
 //! its user (elicitation) and the user accepts; otherwise it is refused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -50,6 +50,7 @@ pub fn run(
             yes,
             client: OnceLock::new(),
         }),
+        running: Mutex::default(),
     }));
     // Opened once before serving, so that a broken policy is reported at
     // start, as a configuration error, not as a failing first request.
@@ -59,14 +60,23 @@ pub fn run(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(async move {
+    let state = server.0.clone();
+    let served = rt.block_on(async move {
         let running = server
             .serve(rmcp::transport::stdio())
             .await
             .context("the MCP client did not complete `initialize`")?;
         running.waiting().await.context("the MCP session failed")?;
         anyhow::Ok(())
-    })?;
+    });
+    // The client went: calls still running are stopped (a tool may have
+    // minutes left), not waited for.
+    let running = std::mem::take(&mut state.running.lock().unwrap_or_else(|e| e.into_inner()).1);
+    for cancel in running.values() {
+        cancel.cancel();
+    }
+    rt.shutdown_timeout(Duration::from_secs(5));
+    served?;
     Ok(0)
 }
 
@@ -94,6 +104,8 @@ struct State {
     /// Decides on calls that need approval; knows the client once it
     /// called.
     asker: Arc<McpApprove>,
+    /// The calls running, by number: cancelled when the client goes.
+    running: Mutex<(u64, HashMap<u64, CallCancel>)>,
 }
 
 impl State {
@@ -297,6 +309,13 @@ impl ServerHandler for Server {
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default()).to_string();
         let cancel = CallCancel::default();
+        let number = {
+            let mut running = self.0.running.lock().unwrap_or_else(|e| e.into_inner());
+            running.0 += 1;
+            let number = running.0;
+            running.1.insert(number, cancel.clone());
+            number
+        };
         let ct = ctx.ct.clone();
         let on_cancel = cancel.clone();
         let watch = tokio::spawn(async move {
@@ -309,6 +328,12 @@ impl ServerHandler for Server {
             McpError::internal_error("the tool host failed while running this call", None)
         });
         watch.abort();
+        self.0
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .remove(&number);
         let result = result?;
         let content = vec![ContentBlock::text(result.output)];
         Ok(if result.ok {
