@@ -137,6 +137,12 @@ pub(crate) async fn read(
             return Err(server_error(&message_of(data)));
         }
         if data == "[DONE]" {
+            // llama.cpp ends with `[DONE]` after its `error:` line too.
+            if !asm.finished()
+                && let Some(message) = dropped_error()
+            {
+                return Err(server_error(&message));
+            }
             return Ok(asm.finish());
         }
         if data.is_empty() {

@@ -208,6 +208,19 @@ async fn errors_sent_mid_stream_are_the_servers_message() {
         shown.contains("server error in stream: Failed to parse tool call arguments as JSON"),
         "{shown}"
     );
+    // The same, followed by `[DONE]`, as llama.cpp sends it.
+    let f = read_script(
+        &c,
+        ends_in_error(format!("error: {parse}\n\ndata: [DONE]\n\n")),
+        false,
+    )
+    .await
+    .expect_err("fails");
+    assert!(
+        f.error.to_string().contains("Failed to parse tool call"),
+        "{}",
+        f.error
+    );
     // An `error` event.
     let f = read_script(
         &c,
