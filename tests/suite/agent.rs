@@ -487,6 +487,72 @@ fn chat_reads_lines_runs_slash_commands_and_keeps_the_conversation() {
     assert_eq!(roles, ["system", "user", "assistant", "user"]);
 }
 
+/// A streamed answer with no text and no tool calls.
+fn empty_answer() -> Reply {
+    Reply::Sse(vec![
+        chunk::finish("stop"),
+        chunk::usage(10, 0),
+        chunk::done(),
+    ])
+}
+
+#[test]
+fn an_empty_answer_fails_the_run_and_the_session_can_be_resumed() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![empty_answer(), answer("Here.")]);
+    let r = warden_run(&sb, &mock, &["hi"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr.contains(
+            "error: the model returned an empty answer (no text and no tool calls, \
+             finish_reason \"stop\"): send the message again"
+        ),
+        "{}",
+        r.stderr
+    );
+    let (_, lines) = transcript(&sb);
+    assert!(
+        !lines.iter().any(|l| l["message"]["role"] == "assistant"),
+        "{lines:?}"
+    );
+    let id = r
+        .stderr
+        .split("--resume ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session id: {}", r.stderr))
+        .to_string();
+    let r = warden_run(&sb, &mock, &["--resume", &id, "hi again"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "Here.\n");
+    assert_eq!(bodies(&mock).len(), 2);
+}
+
+#[test]
+fn in_chat_an_empty_answer_is_reported_and_not_sent_back() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![empty_answer(), answer("Here.")]);
+    let out = sb.chat(&mock.base_url(), KEY, b"hi\nhi again\n/exit\n");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("error: the model returned an empty answer"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("Here."), "{stdout}");
+    // Valid requests only: no assistant message without content.
+    let bodies = bodies(&mock);
+    let roles: Vec<&str> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "user"]);
+}
+
 #[test]
 fn the_chat_history_replaces_a_planted_link_instead_of_writing_through_it() {
     let sb = Sandbox::new();

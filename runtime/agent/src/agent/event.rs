@@ -63,10 +63,30 @@ pub enum AgentError {
          the result (its earlier calls did run); try a larger model, or rephrase the task"
     )]
     Repeating,
+    /// The model answered with neither text nor tool calls (the
+    /// `finish_reason`, if any). The empty answer is not kept: strict
+    /// servers refuse an assistant message without content.
+    #[error(
+        "the model returned an empty answer (no text and no tool calls{}): send the message \
+         again; if it keeps happening, check the model and the server's chat template",
+        finish_note(.0.as_deref())
+    )]
+    EmptyAnswer(Option<String>),
     /// The user cancelled.
     #[error("cancelled")]
     Cancelled,
     /// The transcript could not be written.
     #[error("cannot write the session transcript: {0}")]
     Session(#[from] std::io::Error),
+}
+
+/// What the `finish_reason` of an empty answer tells.
+fn finish_note(reason: Option<&str>) -> String {
+    match reason {
+        Some("length") => ", finish_reason \"length\": the output token limit was reached, \
+                           perhaps while the model was reasoning"
+            .into(),
+        Some(r) => format!(", finish_reason \"{r}\""),
+        None => String::new(),
+    }
 }

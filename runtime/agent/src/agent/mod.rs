@@ -190,6 +190,11 @@ impl Agent {
                 })?;
                 on(Event::Usage(u));
             }
+            // An empty assistant message would be refused by strict servers
+            // on the next request: it is not kept, and the user is told.
+            if completion.content.trim().is_empty() && completion.tool_calls.is_empty() {
+                return self.fail(AgentError::EmptyAnswer(completion.finish_reason));
+            }
             let cut = completion.finish_reason.as_deref() == Some("length");
             let done = if self.text_mode {
                 self.text_step(completion, cancel, on).await?

@@ -58,7 +58,7 @@ pub(crate) async fn run(
         .as_deref()
         .is_none_or(|v| v.starts_with("text/event-stream"));
     if cfg.stream && is_sse {
-        return super::sse::read(client, resp, deadline, on_event).await;
+        return super::sse::read(client, resp, tools_sent, deadline, on_event).await;
     }
     let text = read_body(client, resp, deadline).await?;
     let value: Value = serde_json::from_str(&text).map_err(|_| {
@@ -232,7 +232,7 @@ pub(crate) fn overflows_context(body: &str) -> bool {
 /// (llama.cpp "Failed to parse tool call arguments as JSON", …): one retry
 /// may get a better-formed call; a second failure means the server's
 /// tool-call parser does not suit this model.
-fn fails_tool_parsing(body: &str) -> bool {
+pub(crate) fn fails_tool_parsing(body: &str) -> bool {
     let body = body.to_lowercase();
     ["tool call", "tool_call", "function call"]
         .iter()

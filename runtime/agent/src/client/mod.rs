@@ -21,6 +21,8 @@ mod request;
 mod retry;
 mod shown;
 mod sse;
+#[cfg(test)]
+mod sse_tests;
 mod types;
 
 pub use config::{ClientConfig, redact_url};
