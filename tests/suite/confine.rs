@@ -26,7 +26,8 @@ fn probe_names_the_mechanism() {
     warden_confine::set_helper(warden_bin());
     let m = warden_confine::probe().expect("confinement on the test machine");
     assert!(m.0.starts_with("Landlock ABI "), "{m}");
-    assert!(m.0.contains("PID namespaces"), "{m}");
+    assert!(m.0.contains("PID and IPC namespaces"), "{m}");
+    assert!(m.0.contains("seccomp (no Unix-domain sockets"), "{m}");
 }
 
 #[test]
