@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warden_mock_llm::{MockLlm, Reply, answer, calls};
+use warden_mock_llm::{Gate, MockLlm, Reply, answer, calls};
 use warden_tests::{Run, Sandbox, Terminal, run};
 
 /// Long enough for a loaded machine; a prompt that waits for Enter after
@@ -43,15 +43,16 @@ fn write_call(path: &str, content: &str) -> String {
 #[test]
 fn keys_typed_while_the_model_thinks_do_not_answer_the_prompt() {
     let sb = Sandbox::new();
+    let thought = Gate::new();
     let mock = MockLlm::start(vec![
-        Reply::Delay(
-            Duration::from_secs(2),
+        Reply::Gated(
+            thought.clone(),
             Box::new(calls(&[("d", "delete", r#"{"path":"hello.txt"}"#)])),
         ),
         answer("Kept it."),
     ]);
     let mut t = Terminal::start(warden(&sb, &mock).args(["run", "tidy up"]));
-    // The model is thinking (its answer is delayed); the user types ahead.
+    // The model is thinking (its answer is held back); the user types ahead.
     let start = Instant::now();
     while mock.requests().is_empty() {
         assert!(start.elapsed() < PATIENCE, "no request: {}", t.screen());
@@ -59,6 +60,7 @@ fn keys_typed_while_the_model_thinks_do_not_answer_the_prompt() {
     }
     t.send("y\n");
     t.wait_for("y\r\n", 1, PATIENCE); // echoed: the terminal has the keys
+    thought.open();
     t.wait_for("Allow?", 1, PATIENCE);
     let screen = t.screen();
     assert!(

@@ -676,7 +676,7 @@ fn a_url_server_granted_by_address_serves_its_tools_with_a_secret_the_model_neve
 /// while it is down fails and says why, the next one works.
 #[test]
 fn a_url_server_that_restarts_is_used_again_after_it_comes_back() {
-    use warden_mock_llm::{MockLlm, Reply, answer, calls};
+    use warden_mock_llm::{Gate, MockLlm, Reply, answer, calls};
     if !python_mcp() {
         return;
     }
@@ -688,11 +688,12 @@ fn a_url_server_that_restarts_is_used_again_after_it_comes_back() {
     ));
     sb.trust();
     let call = |greeting: &str| json!({ "greeting": greeting }).to_string();
-    let later = |reply: Reply| Reply::Delay(Duration::from_secs(4), Box::new(reply));
+    let (gone, back) = (Gate::new(), Gate::new());
+    let after = |gate: &Gate, reply: Reply| Reply::Gated(gate.clone(), Box::new(reply));
     let mock = MockLlm::start(vec![
         calls(&[("a", "remote__whoami", &call("first"))]),
-        later(calls(&[("b", "remote__whoami", &call("while down"))])),
-        later(calls(&[("c", "remote__whoami", &call("back again"))])),
+        after(&gone, calls(&[("b", "remote__whoami", &call("while down"))])),
+        after(&back, calls(&[("c", "remote__whoami", &call("back again"))])),
         answer("done"),
     ]);
     let mut child = sb
@@ -711,8 +712,10 @@ fn a_url_server_that_restarts_is_used_again_after_it_comes_back() {
     // goes away meanwhile, and comes back while the model thinks again.
     wait_for(2);
     drop(server);
+    gone.open();
     wait_for(3);
     server = HttpServer::start_on(p);
+    back.open();
     let out = {
         let status = child.wait().unwrap();
         let mut stdout = String::new();

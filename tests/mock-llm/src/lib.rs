@@ -54,6 +54,42 @@ pub enum Reply {
     Hang,
     /// Waits, then sends the inner reply.
     Delay(Duration, Box<Reply>),
+    /// Waits until the test opens the gate, then sends the inner reply: for
+    /// a step that must happen while the model "thinks", whatever its length.
+    Gated(Gate, Box<Reply>),
+}
+
+/// Holds back a [`Reply::Gated`] until [`Gate::open`]; clones share one gate.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<GateState>);
+
+#[derive(Debug, Default)]
+struct GateState {
+    open: std::sync::atomic::AtomicBool,
+    opened: tokio::sync::Notify,
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Lets every reply behind this gate go, now and later.
+    pub fn open(&self) {
+        self.0.open.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.opened.notify_waiters();
+    }
+
+    async fn opened(&self) {
+        loop {
+            // Registered before the check, so an `open` in between wakes it.
+            let woken = self.0.opened.notified();
+            if self.0.open.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            woken.await;
+        }
+    }
 }
 
 /// A request the server received.

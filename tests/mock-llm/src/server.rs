@@ -112,10 +112,24 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
 
 /// The HTTP response of a reply (after its delays).
 async fn respond(mut reply: Reply) -> Response<Body> {
-    while let Reply::Delay(wait, inner) = reply {
-        tokio::time::sleep(wait).await;
-        reply = *inner;
+    loop {
+        reply = match reply {
+            Reply::Delay(wait, inner) => {
+                tokio::time::sleep(wait).await;
+                *inner
+            }
+            Reply::Gated(gate, inner) => {
+                gate.opened().await;
+                *inner
+            }
+            Reply::Hang => std::future::pending().await,
+            other => break reply_to(other),
+        };
     }
+}
+
+/// The response of a reply with no wait left in front of it.
+fn reply_to(reply: Reply) -> Response<Body> {
     match reply {
         Reply::Sse(payloads) => sse(payloads, false),
         Reply::SseCut(payloads) => sse(payloads, true),
@@ -137,8 +151,9 @@ async fn respond(mut reply: Reply) -> Response<Body> {
             content_type,
             body,
         } => full(status, &content_type, body, None),
-        Reply::Hang => std::future::pending().await,
-        Reply::Delay(..) => unreachable!("delays were unwrapped above"),
+        Reply::Hang | Reply::Delay(..) | Reply::Gated(..) => {
+            unreachable!("waits were taken off above")
+        }
     }
 }
 
