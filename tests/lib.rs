@@ -31,11 +31,30 @@ pub struct Sandbox {
     pub outside: PathBuf,
     /// Per-test HOME / XDG folders for the CLI.
     pub home: PathBuf,
+    /// `XDG_CACHE_HOME` of the CLI: the compile cache all tests share
+    /// (under the test key), unless made with [`Sandbox::with_own_cache`].
+    pub cache: PathBuf,
 }
 
 impl Sandbox {
-    /// A fresh workspace with `hello.txt` and `docs/readme.md`.
+    /// A fresh workspace with `hello.txt` and `docs/readme.md`. The `warden`
+    /// it runs finds the built-ins already compiled by earlier tests (each
+    /// cold start compiles every built-in: seconds of CPU per run).
     pub fn new() -> Sandbox {
+        let sb = Sandbox::with_own_cache();
+        StateDir::open(&sb.home.join("state"), "warden")
+            .unwrap()
+            .write_atomic("cache-key", &TEST_KEY)
+            .unwrap();
+        Sandbox {
+            cache: shared_cache(),
+            ..sb
+        }
+    }
+
+    /// Like [`Sandbox::new`], with an empty compile cache of its own under
+    /// `home/cache` and its own key: for tests of what a cold start does.
+    pub fn with_own_cache() -> Sandbox {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = dir.path().canonicalize().unwrap();
         let ws = base.join("ws");
@@ -51,6 +70,7 @@ impl Sandbox {
             _dir: dir,
             ws,
             outside,
+            cache: home.join("cache"),
             home,
         }
     }
@@ -143,7 +163,7 @@ impl Sandbox {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
-            .env("XDG_CACHE_HOME", self.home.join("cache"))
+            .env("XDG_CACHE_HOME", &self.cache)
             .env("XDG_DATA_HOME", self.home.join("data"))
             .env("XDG_CONFIG_HOME", self.home.join("config"))
             .env("XDG_STATE_HOME", self.home.join("state"))

@@ -168,7 +168,7 @@ fn install_and_call(sb: &Sandbox, wasm: &Path, name: &str) -> Value {
 
 #[test]
 fn a_rust_tool_from_the_scaffold() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_own_cache();
     let project = scaffold(&sb, "count_words", "rust");
     // One target folder across runs: the SDK's dependencies build once.
     let target = authoring_dir().join("rust-target");
@@ -195,7 +195,7 @@ fn a_python_tool_from_the_scaffold() {
     if toolchain("componentize-py", found).is_none() {
         return;
     }
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_own_cache();
     let project = scaffold(&sb, "count_words", "python");
     build(
         Command::new("componentize-py")
@@ -242,7 +242,7 @@ fn a_javascript_tool_from_the_scaffold() {
     if toolchain("node with componentize-js", found).is_none() {
         return;
     }
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_own_cache();
     let project = scaffold(&sb, "count_words", "js");
     // What `npm install` would put there, from the project-local install.
     std::os::unix::fs::symlink(node_modules(), project.join("node_modules")).unwrap();
@@ -352,7 +352,7 @@ fn names_from_a_component_are_escaped() {
 
 #[test]
 fn compile_ahead_of_time_fills_the_cache() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_own_cache();
     let compiled = |out: &str| -> usize {
         out.split(" component(s) compiled")
             .next()

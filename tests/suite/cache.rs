@@ -177,7 +177,7 @@ fn an_entry_made_with_another_key_is_refused() {
 
 #[test]
 fn the_cli_reuses_the_cache_across_starts() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_own_cache();
     let stats = |sb: &Sandbox| -> (u64, u64) {
         let stdout = run_ok(sb.warden().args(["tools", "list", "--json"]));
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
