@@ -692,8 +692,14 @@ fn a_url_server_that_restarts_is_used_again_after_it_comes_back() {
     let after = |gate: &Gate, reply: Reply| Reply::Gated(gate.clone(), Box::new(reply));
     let mock = MockLlm::start(vec![
         calls(&[("a", "remote__whoami", &call("first"))]),
-        after(&gone, calls(&[("b", "remote__whoami", &call("while down"))])),
-        after(&back, calls(&[("c", "remote__whoami", &call("back again"))])),
+        after(
+            &gone,
+            calls(&[("b", "remote__whoami", &call("while down"))]),
+        ),
+        after(
+            &back,
+            calls(&[("c", "remote__whoami", &call("back again"))]),
+        ),
         answer("done"),
     ]);
     let mut child = sb
