@@ -21,6 +21,16 @@ fn bodies(mock: &MockLlm) -> Vec<Value> {
     reqs.into_iter().map(|r| r.body).collect()
 }
 
+/// The role of each message of a request body, in order.
+fn roles(body: &Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect()
+}
+
 /// The transcript lines of the only session, each parsed.
 fn transcript(sb: &Sandbox) -> (String, Vec<Value>) {
     // Sessions live in the user's state folder, one folder per workspace.
@@ -405,12 +415,7 @@ fn json_events_and_resume() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "Second.\n");
     let bodies = bodies(&mock);
-    let roles: Vec<&str> = bodies[2]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = roles(&bodies[2]);
     assert_eq!(
         roles,
         ["system", "user", "assistant", "tool", "assistant", "user"]
@@ -478,12 +483,7 @@ fn chat_reads_lines_runs_slash_commands_and_keeps_the_conversation() {
         "{stderr}"
     );
     let bodies = bodies(&mock);
-    let roles: Vec<&str> = bodies[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = roles(&bodies[1]);
     assert_eq!(roles, ["system", "user", "assistant", "user"]);
 }
 
@@ -544,12 +544,7 @@ fn in_chat_an_empty_answer_is_reported_and_not_sent_back() {
     assert!(stdout.contains("Here."), "{stdout}");
     // Valid requests only: no assistant message without content.
     let bodies = bodies(&mock);
-    let roles: Vec<&str> = bodies[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = roles(&bodies[1]);
     assert_eq!(roles, ["system", "user", "user"]);
 }
 

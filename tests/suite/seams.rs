@@ -228,6 +228,18 @@ fn a_grant_holding_wardens_folders_is_dropped() {
     let sb = Sandbox::new();
     sb.policy("[tools.fs_probe]\nwrite = [\"/\", \".\"]\n");
     let tools = sb.toolset(&[guests::HOSTILE]);
+    only_the_workspace_is_granted(&sb, &tools, "contains warden's own folder");
+    let forged = sb.home.join("state/warden/trust/forged.json");
+    let out = tools.call(
+        "fs_probe",
+        &json!({"op": "write", "path": forged, "content": "{}"}).to_string(),
+    );
+    assert!(!forged.exists(), "{out:?}");
+}
+
+/// `fs_probe` got the workspace only, and the toolset warned `why` the
+/// other grant was dropped.
+fn only_the_workspace_is_granted(sb: &Sandbox, tools: &warden_tests::Tools, why: &str) {
     let probe = tools.find("fs_probe").expect("enabled");
     let dirs: Vec<_> = probe
         .grants()
@@ -236,19 +248,10 @@ fn a_grant_holding_wardens_folders_is_dropped() {
         .collect();
     assert_eq!(dirs, vec![sb.ws.clone()]);
     assert!(
-        tools
-            .warnings()
-            .iter()
-            .any(|w| w.contains("contains warden's own folder")),
+        tools.warnings().iter().any(|w| w.contains(why)),
         "{:?}",
         tools.warnings()
     );
-    let forged = sb.home.join("state/warden/trust/forged.json");
-    let out = tools.call(
-        "fs_probe",
-        &json!({"op": "write", "path": forged, "content": "{}"}).to_string(),
-    );
-    assert!(!forged.exists(), "{out:?}");
 }
 
 /// A grant inside one of warden's folders (the trust records) is not
@@ -264,21 +267,7 @@ fn a_grant_or_workspace_inside_wardens_folders_is_refused() {
         trust_dir.display()
     ));
     let tools = sb.toolset(&[guests::HOSTILE]);
-    let probe = tools.find("fs_probe").expect("enabled");
-    let dirs: Vec<_> = probe
-        .grants()
-        .dirs()
-        .map(|(p, _)| p.to_path_buf())
-        .collect();
-    assert_eq!(dirs, vec![sb.ws.clone()]);
-    assert!(
-        tools
-            .warnings()
-            .iter()
-            .any(|w| w.contains("is inside warden's own folder")),
-        "{:?}",
-        tools.warnings()
-    );
+    only_the_workspace_is_granted(&sb, &tools, "is inside warden's own folder");
     let forged = trust_dir.join("forged.json");
     let out = tools.call(
         "fs_probe",
