@@ -542,10 +542,12 @@ fn in_chat_an_empty_answer_is_reported_and_not_sent_back() {
         "{stderr}"
     );
     assert!(stdout.contains("Here."), "{stdout}");
-    // Valid requests only: no assistant message without content.
+    // Valid requests only: no assistant message without content, and the
+    // two user messages sent as one.
     let bodies = bodies(&mock);
     let roles = roles(&bodies[1]);
-    assert_eq!(roles, ["system", "user", "user"]);
+    assert_eq!(roles, ["system", "user"]);
+    assert_eq!(bodies[1]["messages"][1]["content"], "hi\n\nhi again");
 }
 
 #[test]

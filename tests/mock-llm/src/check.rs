@@ -10,7 +10,9 @@ use serde_json::Value;
 /// `type: "function"`, a `function.name` and string `function.arguments`
 /// holding a JSON object;
 /// the tool messages right after an assistant message answer each of its
-/// calls exactly once, in call order, before any other message; `tools`
+/// calls exactly once, in call order, before any other message; no two user
+/// messages in a row (the chat templates of many open models refuse them);
+/// `tools`
 /// entries (if any) have `type: "function"` and a `function.name` and
 /// `function.parameters`. The error names the offending message or tool.
 pub fn check_chat_body(body: &Value) -> Result<(), String> {
@@ -49,9 +51,17 @@ fn check_messages(messages: &[Value]) -> Result<(), String> {
     // in call order, and those already answered.
     let mut pending: VecDeque<String> = VecDeque::new();
     let mut answered: Vec<String> = Vec::new();
+    let mut previous = "";
     for (i, m) in messages.iter().enumerate() {
         let at = |e: String| format!("messages[{i}]: {e}");
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        if role == "user" && previous == "user" {
+            return Err(at(
+                "two user messages in a row (templates that need alternating roles refuse this)"
+                    .into(),
+            ));
+        }
+        previous = role;
         if role != "tool" && !pending.is_empty() {
             return Err(at(format!(
                 "{role:?} message before the tool call(s) {pending:?} were answered"

@@ -147,11 +147,12 @@ impl Client {
 /// The JSON body: `model`, `messages`, `tools` (only when there are some),
 /// `stream`, and `stream_options.include_usage` so that streamed answers
 /// report token counts too. Serialized from the borrowed conversation, in
-/// one pass, with nothing copied.
+/// one pass, with nothing copied but user messages in a row (see
+/// [`Messages`]).
 pub(crate) fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> serde_json::Result<Vec<u8>> {
     serde_json::to_vec(&Body {
         model: &cfg.model,
-        messages: req.messages,
+        messages: Messages(req.messages),
         tools: Tools(req.tools),
         stream: cfg.stream,
         stream_options: cfg.stream.then_some(StreamOptions {
@@ -163,12 +164,51 @@ pub(crate) fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> serde_json:
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
-    messages: &'a [Message],
+    messages: Messages<'a>,
     #[serde(skip_serializing_if = "Tools::is_empty")]
     tools: Tools<'a>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+}
+
+/// The conversation as sent. User messages in a row (a turn whose request
+/// failed or got an empty answer, then the next one) are sent as one, their
+/// texts a blank line apart: chat templates of many open models (Mistral,
+/// Gemma, …) refuse a conversation whose roles do not alternate. The
+/// transcript keeps them apart.
+struct Messages<'a>(&'a [Message]);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(None)?;
+        let mut rest = self.0;
+        while let Some((first, after)) = rest.split_first() {
+            let run = after
+                .iter()
+                .take_while(|m| matches!(m, Message::User { .. }))
+                .count();
+            match first {
+                Message::User { content } if run > 0 => {
+                    let mut joined = content.clone();
+                    for m in &after[..run] {
+                        if let Message::User { content } = m {
+                            joined.push_str("\n\n");
+                            joined.push_str(content);
+                        }
+                    }
+                    seq.serialize_element(&Message::User { content: joined })?;
+                    rest = &after[run..];
+                }
+                other => {
+                    seq.serialize_element(other)?;
+                    rest = after;
+                }
+            }
+        }
+        seq.end()
+    }
 }
 
 struct Tools<'a>(&'a [ToolDef]);
@@ -282,5 +322,38 @@ mod tests {
                 assert_eq!(v.get("tools").is_some(), !tools.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn user_messages_in_a_row_are_sent_as_one_and_the_rest_as_they_are() {
+        let user = |t: &str| Message::User { content: t.into() };
+        let messages = [
+            Message::System {
+                content: "sys".into(),
+            },
+            user("first"),
+            user("second"),
+            user("third"),
+            Message::Assistant {
+                content: Some("ok".into()),
+                tool_calls: Vec::new(),
+            },
+            user("alone"),
+        ];
+        let cfg = ClientConfig::new("http://localhost/v1", "m");
+        let req = Request {
+            messages: &messages,
+            tools: &[],
+        };
+        let v: Value = serde_json::from_slice(&request_body(&cfg, &req).unwrap()).unwrap();
+        assert_eq!(
+            v["messages"],
+            json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "first\n\nsecond\n\nthird"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "alone"},
+            ])
+        );
     }
 }
