@@ -906,8 +906,10 @@ fn a_client_that_goes_away_stops_the_call_it_left_running() {
     let took = gone.elapsed();
     let _ = mcp.child.kill();
     let _ = mcp.child.wait();
+    // Not the 5 s rmcp gives calls in flight to answer once its input ends:
+    // the call is cancelled when stdin closes.
     assert!(
-        took < Duration::from_secs(8),
+        took < Duration::from_secs(3),
         "warden mcp ended {took:?} after its client"
     );
     assert_eq!(warden_tests::sleeping("777410"), Vec::<u32>::new());

@@ -61,23 +61,57 @@ pub fn run(
         .build()
         .context("cannot start the async runtime")?;
     let state = server.0.clone();
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let stdin = UntilClosed {
+        inner: stdin,
+        closed: Some(Box::new({
+            let state = state.clone();
+            move || state.cancel_running()
+        })),
+    };
     let served = rt.block_on(async move {
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve((stdin, stdout))
             .await
             .context("the MCP client did not complete `initialize`")?;
         running.waiting().await.context("the MCP session failed")?;
         anyhow::Ok(())
     });
     // The client went: calls still running are stopped (a tool may have
-    // minutes left), not waited for.
-    let running = std::mem::take(&mut state.running.lock().unwrap_or_else(|e| e.into_inner()).1);
-    for cancel in running.values() {
-        cancel.cancel();
-    }
+    // minutes left), not waited for. Done when stdin closed already; again
+    // here for a session that ended another way.
+    state.cancel_running();
     rt.shutdown_timeout(Duration::from_secs(5));
     served?;
     Ok(0)
+}
+
+/// The server's stdin, which says when the client closed it: the calls
+/// still running are cancelled then. rmcp waits up to 5 s for the answers
+/// of calls in flight once its input ends, and a tool may have minutes left.
+struct UntilClosed<R> {
+    inner: R,
+    closed: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for UntilClosed<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let ended = match &polled {
+            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended && let Some(closed) = self.closed.take() {
+            closed();
+        }
+        polled
+    }
 }
 
 /// The tools being served, and the trusted state they were built from.
@@ -109,6 +143,13 @@ struct State {
 }
 
 impl State {
+    /// Cancels every call still running.
+    fn cancel_running(&self) {
+        let running = std::mem::take(&mut self.running.lock().unwrap_or_else(|e| e.into_inner()).1);
+        for cancel in running.values() {
+            cancel.cancel();
+        }
+    }
     /// The runner and tool list in force, rebuilt when the trusted state
     /// changed since they were built (`warden trust` ran); the flag says
     /// whether it was.
