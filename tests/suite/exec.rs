@@ -201,7 +201,7 @@ fn a_fork_bomb_and_a_memory_bomb_end_and_the_host_still_works() {
     assert!(
         r.stdout.contains("Cannot fork")
             || r.stdout.contains("timed out")
-            || r.stderr
+            || r.stdout
                 .contains("together passed the memory limit of 64MiB"),
         "{}{}",
         r.stdout,
