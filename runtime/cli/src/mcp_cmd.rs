@@ -13,7 +13,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -25,6 +27,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
+use tokio::io::{AsyncRead, ReadBuf};
 use warden_agent::{CallCancel, ToolRunner, spawn_call};
 use warden_policy::{TrustState, TrustStore, inert};
 use warden_workspace::{
@@ -64,10 +67,7 @@ pub fn run(
     let (stdin, stdout) = rmcp::transport::stdio();
     let stdin = UntilClosed {
         inner: stdin,
-        closed: Some(Box::new({
-            let state = state.clone();
-            move || state.cancel_running()
-        })),
+        state: Some(state.clone()),
     };
     let served = rt.block_on(async move {
         let running = server
@@ -91,24 +91,25 @@ pub fn run(
 /// of calls in flight once its input ends, and a tool may have minutes left.
 struct UntilClosed<R> {
     inner: R,
-    closed: Option<Box<dyn FnOnce() + Send>>,
+    /// Whose calls to cancel; taken when they are.
+    state: Option<Arc<State>>,
 }
 
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for UntilClosed<R> {
+impl<R: AsyncRead + Unpin> AsyncRead for UntilClosed<R> {
     fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
-        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         let ended = match &polled {
-            std::task::Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
-            std::task::Poll::Ready(Err(_)) => true,
-            std::task::Poll::Pending => false,
+            Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            Poll::Ready(Err(_)) => true,
+            Poll::Pending => false,
         };
-        if ended && let Some(closed) = self.closed.take() {
-            closed();
+        if ended && let Some(state) = self.state.take() {
+            state.cancel_running();
         }
         polled
     }
@@ -150,6 +151,7 @@ impl State {
             cancel.cancel();
         }
     }
+
     /// The runner and tool list in force, rebuilt when the trusted state
     /// changed since they were built (`warden trust` ran); the flag says
     /// whether it was.

@@ -60,13 +60,13 @@ pub enum Reply {
 }
 
 /// Holds back a [`Reply::Gated`] until [`Gate::open`]; clones share one gate.
-#[derive(Debug, Clone, Default)]
-pub struct Gate(Arc<GateState>);
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
 
-#[derive(Debug, Default)]
-struct GateState {
-    open: std::sync::atomic::AtomicBool,
-    opened: tokio::sync::Notify,
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
 }
 
 impl Gate {
@@ -76,19 +76,12 @@ impl Gate {
 
     /// Lets every reply behind this gate go, now and later.
     pub fn open(&self) {
-        self.0.open.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.0.opened.notify_waiters();
+        self.0.send_replace(true);
     }
 
     async fn opened(&self) {
-        loop {
-            // Registered before the check, so an `open` in between wakes it.
-            let woken = self.0.opened.notified();
-            if self.0.open.load(std::sync::atomic::Ordering::SeqCst) {
-                return;
-            }
-            woken.await;
-        }
+        // The gate holds the sender, so the channel cannot close meanwhile.
+        let _ = self.0.subscribe().wait_for(|open| *open).await;
     }
 }
 

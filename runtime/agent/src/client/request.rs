@@ -1,5 +1,6 @@
 //! The client: building the request and retrying failed attempts.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Instant;
 
@@ -181,33 +182,24 @@ struct Messages<'a>(&'a [Message]);
 
 impl Serialize for Messages<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = s.serialize_seq(None)?;
-        let mut rest = self.0;
-        while let Some((first, after)) = rest.split_first() {
-            let run = after
-                .iter()
-                .take_while(|m| matches!(m, Message::User { .. }))
-                .count();
-            match first {
-                Message::User { content } if run > 0 => {
-                    let mut joined = content.clone();
-                    for m in &after[..run] {
-                        if let Message::User { content } = m {
-                            joined.push_str("\n\n");
-                            joined.push_str(content);
-                        }
-                    }
-                    seq.serialize_element(&Message::User { content: joined })?;
-                    rest = &after[run..];
-                }
-                other => {
-                    seq.serialize_element(other)?;
-                    rest = after;
-                }
+        let users = |a: &Message, b: &Message| {
+            matches!((a, b), (Message::User { .. }, Message::User { .. }))
+        };
+        s.collect_seq(self.0.chunk_by(users).map(|run| {
+            match run {
+                [one] => Cow::Borrowed(one),
+                several => Cow::Owned(Message::User {
+                    content: several
+                        .iter()
+                        .filter_map(|m| match m {
+                            Message::User { content } => Some(content.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n\n"),
+                }),
             }
-        }
-        seq.end()
+        }))
     }
 }
 
