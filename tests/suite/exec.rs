@@ -453,6 +453,32 @@ fn a_command_reaches_no_unix_socket_of_the_host() {
     assert!(r.stdout.contains("pair b'x'"), "{}", r.stdout);
 }
 
+/// The calls the filter refuses are refused through the x32 ABI too (the
+/// same calls, numbered with bit 30 set, under the same audit arch). On a
+/// kernel without x32 they would fail with ENOSYS whether filtered or not;
+/// the filter's EACCES shows they never reach the kernel's table.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_filtered_calls_are_refused_through_the_x32_abi_too() {
+    let sb = shell_sandbox("");
+    let line = "/usr/bin/python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for name, nr, args in [(\"socket\", 41, (1, 1, 0)), (\"socketpair\", 53, (1, 2, 0, 0)),
+                       (\"io_uring_setup\", 425, (1, 0))]:
+    r = libc.syscall(0x40000000 | nr, *args)
+    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else \"made\")
+'";
+    let r = shell(&sb, line);
+    for name in ["socket", "socketpair", "io_uring_setup"] {
+        assert!(
+            r.stdout.contains(&format!("{name} -1 Permission denied")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+}
+
 /// SysV shared memory of the host is not the run's: it has its own IPC
 /// namespace.
 #[test]

@@ -499,8 +499,11 @@ fn start_clean() {
 /// (Landlock does not check `connect` to a socket file, so one could reach
 /// the session bus, an ssh agent or docker; a stream `socketpair` stays
 /// allowed, it reaches nothing), and no io_uring (which would go around
-/// the filter).
+/// the filter). A call of another ABI (i386 through `int 0x80`) kills the
+/// process: its numbers are not these.
 fn seccomp() -> Result<(), String> {
+    /// `__X32_SYSCALL_BIT` of the x86_64 kernel.
+    const X32_SYSCALL_BIT: i64 = 0x4000_0000;
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
         SeccompRule,
@@ -527,8 +530,16 @@ fn seccomp() -> Result<(), String> {
             ),
             (libc::SYS_io_uring_setup, vec![]),
         ];
+        // On x86_64 the same calls can be made through the x32 ABI, with
+        // its bit set in the number and the same audit arch: where the
+        // kernel has x32, they would pass a filter of the plain numbers.
+        let x32 = rules
+            .iter()
+            .filter(|_| cfg!(target_arch = "x86_64"))
+            .map(|(nr, rule)| (nr | X32_SYSCALL_BIT, rule.clone()))
+            .collect::<Vec<_>>();
         let filter = SeccompFilter::new(
-            rules.into_iter().collect(),
+            rules.into_iter().chain(x32).collect(),
             SeccompAction::Allow,
             SeccompAction::Errno(u32::try_from(libc::EACCES).expect("positive")),
             std::env::consts::ARCH.try_into()?,
