@@ -479,6 +479,104 @@ for name, nr, args in [(\"socket\", 41, (1, 1, 0)), (\"socketpair\", 53, (1, 2, 
     }
 }
 
+/// The host's session keyring, vsock (not namespaced: the hypervisor and
+/// other VMs) and kernel surface no command needs are refused; Internet
+/// sockets still open (in the run's empty network namespace).
+#[test]
+fn a_command_reaches_no_keyring_no_vsock_and_no_bpf() {
+    let sb = shell_sandbox("");
+    let line = "/usr/bin/python3 -c '
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+def show(name, r):
+    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else \"made\")
+show(\"keyctl\", libc.syscall(L(250), L(0), L(-3), L(0)))
+show(\"add_key\", libc.syscall(L(248), b\"user\", b\"k\", b\"v\", L(1), L(-3)))
+show(\"bpf\", libc.syscall(L(321), L(0), ctypes.create_string_buffer(128), L(128)))
+show(\"perf_event_open\", libc.syscall(L(298), ctypes.create_string_buffer(128), L(0), L(-1), L(-1), L(0)))
+show(\"userfaultfd\", libc.syscall(L(323), L(0)))
+for name, family in [(\"vsock\", 40), (\"bluetooth\", 31), (\"packet\", 17), (\"inet\", 2)]:
+    try:
+        socket.socket(family, socket.SOCK_STREAM if family != 17 else socket.SOCK_RAW).close()
+        print(name, \"made\")
+    except OSError as e:
+        print(name, e.strerror)
+'";
+    let r = shell(&sb, line);
+    for name in ["keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd"] {
+        assert!(
+            r.stdout.contains(&format!("{name} -1 Permission denied")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+    for name in ["vsock", "bluetooth", "packet"] {
+        assert!(
+            r.stdout.contains(&format!("{name} Permission denied")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+    assert!(r.stdout.contains("inet made"), "{}", r.stdout);
+}
+
+/// The run's init holds its status pipe (and held what warden
+/// inherited): the program can neither take a descriptor from it
+/// (`pidfd_getfd`) nor trace it.
+#[test]
+fn the_runs_init_gives_the_program_no_descriptor() {
+    let sb = shell_sandbox("");
+    let secret = sb.outside.join("secret.txt");
+    std::fs::write(&secret, "inherited-secret").unwrap();
+    let warden = sb.warden();
+    let probe = "/usr/bin/python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+p = libc.syscall(L(434), L(1), L(0))
+print(\"pidfd\", p)
+for fd in range(3, 12):
+    n = libc.syscall(L(438), L(p), L(fd), L(0))
+    if n >= 0:
+        os.lseek(n, 0, 0)
+        print(\"took\", fd, os.read(n, 100))
+    else:
+        print(\"fd\", fd, os.strerror(ctypes.get_errno()))
+print(\"trace\", libc.ptrace(L(16), L(1), None, None), os.strerror(ctypes.get_errno()))
+'";
+    let args = serde_json::json!({ "command": probe }).to_string();
+    let mut cmd = Command::new("sh");
+    cmd.env_clear()
+        .envs(warden.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(warden.get_current_dir().unwrap())
+        .env("SECRET", &secret)
+        .args([
+            "-c",
+            "exec \"$0\" tools call shell \"$1\" 7<\"$SECRET\"",
+            warden.get_program().to_str().unwrap(),
+            &args,
+        ]);
+    let r = run(&mut cmd);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("inherited-secret"), "{}", r.stdout);
+    assert!(
+        !r.stdout.lines().any(|l| l.starts_with("took")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("fd 7 Operation not permitted"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("trace -1 Operation not permitted"),
+        "{}",
+        r.stdout
+    );
+}
+
 /// SysV shared memory of the host is not the run's: it has its own IPC
 /// namespace.
 #[test]

@@ -161,6 +161,9 @@ fn helper(args: &[String]) -> Result<i32, String> {
     let spec: Spec =
         serde_json::from_str(&spec).map_err(|e| format!("setup bad spec from warden: {e}"))?;
     let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
+    // Nothing warden inherited reaches the init, where the program could
+    // take it (`pidfd_getfd`) even though its own copies are closed.
+    close_from_3(0);
     let term = SigAction::new(
         SigHandler::Handler(on_term),
         SaFlags::empty(),
@@ -404,6 +407,15 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
     if nix::unistd::read(go, &mut b) != Ok(1) {
         return 125; // the helper died or could not map the ids
     }
+    // Not dumpable: the program (root of the user namespace, but not of
+    // the one the init's memory belongs to) can neither ptrace the init nor
+    // take its descriptors (the status pipe) nor open its /proc files. Only
+    // now: the helper had to write the init's id maps, which a process not
+    // dumpable hands to root. The program is dumpable again from `execve`.
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        report(&format!("setup cannot protect the run's init: {e}"));
+        return 125;
+    }
     match confine(spec, b[0] == GO_WHOLE_MEMORY) {
         Ok(mechanism) => report(&format!("ok {mechanism}")),
         Err(line) => {
@@ -473,34 +485,47 @@ fn start_clean() {
         None,
     );
     let _ = nix::unistd::setsid();
-    // SAFETY: close_range(2) only changes flags of this process's own
-    // descriptors; the arguments are plain integers.
-    let marked = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if marked != 0 {
-        // Kernels before 5.11: mark them one by one.
+    // Closed at `execve`: the init's own pipes.
+    close_from_3(libc::CLOSE_RANGE_CLOEXEC);
+}
+
+/// Closes (`flags` 0) or marks close-on-exec (`CLOSE_RANGE_CLOEXEC`)
+/// every descriptor above stderr.
+fn close_from_3(flags: u32) {
+    // SAFETY: close_range(2) only closes or changes flags of this
+    // process's own descriptors; the arguments are plain integers. The
+    // callers own no descriptor above stderr they still use.
+    let done = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, flags) };
+    if done != 0 {
+        // Kernels before 5.11: one by one.
         for fd in 3..1024 {
-            let _ = nix::fcntl::fcntl(
-                // SAFETY: only the flag of `fd`, if open, is changed.
-                unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
-                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-            );
+            if flags == 0 {
+                // SAFETY: as above; `fd` is not used again.
+                let _ = unsafe { libc::close(fd) };
+            } else {
+                let _ = nix::fcntl::fcntl(
+                    // SAFETY: only the flag of `fd`, if open, is changed.
+                    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+                    nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+                );
+            }
         }
     }
 }
 
-/// A seccomp filter for the whole run: no Unix-domain socket of its own
-/// (Landlock does not check `connect` to a socket file, so one could reach
-/// the session bus, an ssh agent or docker; a stream `socketpair` stays
-/// allowed, it reaches nothing), and no io_uring (which would go around
-/// the filter). A call of another ABI (i386 through `int 0x80`) kills the
-/// process: its numbers are not these.
+/// A seccomp filter for the whole run:
+/// - sockets of the Internet and netlink families only: no Unix-domain
+///   socket of its own (Landlock does not check `connect` to a socket
+///   file, so one could reach the session bus, an ssh agent or docker; a
+///   stream `socketpair` stays allowed, it reaches nothing), no vsock
+///   (not namespaced: the hypervisor and other VMs), no Bluetooth;
+/// - no io_uring (which would go around the filter);
+/// - no kernel keyrings (the session keyring is the host's), and none of
+///   `bpf`, `perf_event_open`, `userfaultfd`: kernel surface no command
+///   needs.
+///
+/// A call of another ABI (i386 through `int 0x80`) kills the process: its
+/// numbers are not these.
 fn seccomp() -> Result<(), String> {
     /// `__X32_SYSCALL_BIT` of the x86_64 kernel.
     const X32_SYSCALL_BIT: i64 = 0x4000_0000;
@@ -509,12 +534,17 @@ fn seccomp() -> Result<(), String> {
         SeccompRule,
     };
     let cond = |arg, op, value| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value);
-    let unix = u64::try_from(libc::AF_UNIX).expect("positive");
+    let family = |f: i32| u64::try_from(f).expect("positive");
+    let unix = family(libc::AF_UNIX);
     let build = || -> Result<BpfProgram, seccompiler::Error> {
         let rules = [
             (
                 libc::SYS_socket,
-                vec![SeccompRule::new(vec![cond(0, SeccompCmpOp::Eq, unix)?])?],
+                vec![SeccompRule::new(vec![
+                    cond(0, SeccompCmpOp::Ne, family(libc::AF_INET))?,
+                    cond(0, SeccompCmpOp::Ne, family(libc::AF_INET6))?,
+                    cond(0, SeccompCmpOp::Ne, family(libc::AF_NETLINK))?,
+                ])?],
             ),
             (
                 libc::SYS_socketpair,
@@ -529,6 +559,12 @@ fn seccomp() -> Result<(), String> {
                 ])?],
             ),
             (libc::SYS_io_uring_setup, vec![]),
+            (libc::SYS_keyctl, vec![]),
+            (libc::SYS_add_key, vec![]),
+            (libc::SYS_request_key, vec![]),
+            (libc::SYS_bpf, vec![]),
+            (libc::SYS_perf_event_open, vec![]),
+            (libc::SYS_userfaultfd, vec![]),
         ];
         // On x86_64 the same calls can be made through the x32 ABI, with
         // its bit set in the number and the same audit arch: where the
@@ -590,7 +626,7 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
         "rlimits (processes, memory per process; no memory cgroup to bound them together)"
     };
     Ok(format!(
-        "Landlock {abi} (files) + user, PID and IPC namespaces (no process outlives the call) + {net} + {proc} + seccomp (no Unix-domain sockets, no io_uring) + {memory}"
+        "Landlock {abi} (files) + user, PID and IPC namespaces (no process outlives the call) + {net} + {proc} + seccomp (Internet and netlink sockets only, no io_uring, no keyrings) + {memory}"
     ))
 }
 
