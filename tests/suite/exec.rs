@@ -97,12 +97,14 @@ fn a_granted_shell_writes_only_inside_its_write_grants() {
         "hello\nworld\n"
     );
     assert!(!sb.ws.join("docs/new").exists());
-    // The write grant itself works, so the refusals above are the kernel's.
+    // The write grant itself works, so the refusals above are the kernel's
+    // (outside the write grants, every mount of the run is read-only;
+    // Landlock refuses behind that).
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("out/made.txt")).unwrap(),
         "made\n"
     );
-    assert!(r.stdout.contains("Permission denied"), "{}", r.stdout);
+    assert!(r.stdout.contains("Read-only file system"), "{}", r.stdout);
 }
 
 #[test]
@@ -575,6 +577,44 @@ print(\"trace\", libc.ptrace(L(16), L(1), None, None), os.strerror(ctypes.get_er
         "{}",
         r.stdout
     );
+}
+
+/// Landlock does not check metadata: the run's mounts are read-only but
+/// the write grants, so a file's mode, times and extended attributes
+/// change only inside them (a root warden's command could otherwise make
+/// any program setuid root).
+#[test]
+fn a_command_changes_no_metadata_outside_its_write_grants() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = shell_sandbox("");
+    let victim = sb.outside.join("victim.txt");
+    std::fs::write(&victim, "v").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let before = std::fs::metadata(&victim).unwrap().modified().unwrap();
+    let v = victim.display();
+    let line = format!(
+        "chmod 4755 {v} && echo CHMOD-OUT; touch -d 2001-01-01 {v} && echo UTIME-OUT; \
+         chmod 777 hello.txt && echo CHMOD-RO; \
+         /usr/bin/python3 -c 'import os; os.setxattr(\"{v}\", \"user.x\", b\"p\"); print(\"XATTR-OUT\")'; \
+         touch out/mine && chmod 700 out/mine && touch -d 2001-01-01 out/mine && echo WRITE-GRANT-OK"
+    );
+    let r = shell(&sb, &line);
+    for done in ["CHMOD-OUT", "UTIME-OUT", "CHMOD-RO", "XATTR-OUT"] {
+        assert!(
+            !r.stdout.contains(&format!("\n{done}")),
+            "{done}: {}",
+            r.stdout
+        );
+    }
+    assert!(r.stdout.contains("Read-only file system"), "{}", r.stdout);
+    assert!(r.stdout.contains("WRITE-GRANT-OK"), "{}", r.stdout);
+    let after = std::fs::metadata(&victim).unwrap();
+    assert_eq!(after.permissions().mode() & 0o7777, 0o600);
+    assert_eq!(after.modified().unwrap(), before);
+    let hello = std::fs::metadata(sb.ws.join("hello.txt")).unwrap();
+    assert_ne!(hello.permissions().mode() & 0o777, 0o777);
+    let mine = std::fs::metadata(sb.ws.join("out/mine")).unwrap();
+    assert_eq!(mine.permissions().mode() & 0o777, 0o700);
 }
 
 /// SysV shared memory of the host is not the run's: it has its own IPC

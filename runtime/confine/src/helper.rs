@@ -602,13 +602,15 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
         .map_err(|e| format!("setup cannot limit processes: {e}"))?;
     setrlimit(Resource::RLIMIT_DATA, spec.memory, spec.memory)
         .map_err(|e| format!("setup cannot limit memory: {e}"))?;
+    let proc = mount_proc();
+    read_only_but(&spec.write)?;
+    // After the remount: the working directory is on the writable copy.
     chdir(&spec.cwd).map_err(|e| {
         format!(
             "setup cannot enter the working directory {}: {e}",
             spec.cwd.display()
         )
     })?;
-    let proc = mount_proc();
     let abi = landlock(spec, proc.is_ok())?;
     seccomp()?;
     let net = if spec.network {
@@ -626,8 +628,94 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
         "rlimits (processes, memory per process; no memory cgroup to bound them together)"
     };
     Ok(format!(
-        "Landlock {abi} (files) + user, PID and IPC namespaces (no process outlives the call) + {net} + {proc} + seccomp (Internet and netlink sockets only, no io_uring, no keyrings) + {memory}"
+        "Landlock {abi} (files) + read-only mounts but the write grants + user, PID and IPC namespaces (no process outlives the call) + {net} + {proc} + seccomp (Internet and netlink sockets only, no io_uring, no keyrings) + {memory}"
     ))
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Makes every mount of the run's namespace read-only but where the write
+/// grants are. Landlock checks opening, creating and removing files, not a
+/// file's metadata: without this, a command could change the mode, owner,
+/// times and extended attributes of any file its user owns, anywhere (a
+/// root warden's command: make any program setuid root). Each write grant
+/// is a writable copy of its mount, taken before the rest turns read-only
+/// and put back on top of its path. Nothing here reaches the host's mounts.
+fn read_only_but(write: &[std::path::PathBuf]) -> Result<(), String> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let fail = |what: &str, e: Errno| {
+        let kind = if e == Errno::ENOSYS {
+            "unavailable"
+        } else {
+            "setup"
+        };
+        format!("{kind} cannot {what} ({e}); warden needs Linux 5.12 or later")
+    };
+    let mut copies = Vec::new();
+    for dir in write {
+        let path = cstring(dir.as_os_str().as_bytes());
+        // SAFETY: a path and flags; the descriptor returned is owned below.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_RECURSIVE as u32,
+            )
+        };
+        if fd < 0 {
+            let what = format!("copy the mount of the write grant {}", dir.display());
+            return Err(fail(&what, Errno::last()));
+        }
+        let fd = i32::try_from(fd).expect("a descriptor");
+        // SAFETY: `fd` was just returned by open_tree and is owned by no one else.
+        copies.push((unsafe { OwnedFd::from_raw_fd(fd) }, path));
+    }
+    let attr = MountAttr {
+        attr_set: libc::MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a path, flags and a pointer to `attr` with its size.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            libc::AT_RECURSIVE,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if done != 0 {
+        return Err(fail("make the run's mounts read-only", Errno::last()));
+    }
+    for (fd, path) in copies {
+        // SAFETY: a descriptor owned here, an empty path and a path.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        };
+        if done != 0 {
+            let what = format!("keep {} writable", path.to_string_lossy());
+            return Err(fail(&what, Errno::last()));
+        }
+    }
+    Ok(())
 }
 
 /// Mounts, in the run's own mount namespace, a procfs of its PID
