@@ -617,6 +617,52 @@ fn a_command_changes_no_metadata_outside_its_write_grants() {
     assert_eq!(mine.permissions().mode() & 0o777, 0o700);
 }
 
+/// A granted directory is the one opened when the tools were bound: the
+/// model cannot turn the shell's write grant into a link to the
+/// workspace (which the shell may only read) with the file tools, between
+/// two of its commands.
+#[test]
+fn a_write_grant_swapped_for_a_link_during_a_run_is_refused() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = shell_sandbox("");
+    let cmd = |c: &str| serde_json::json!({ "command": c }).to_string();
+    let link = cmd("ln -s . out/dot && echo linked");
+    let write = cmd("echo PWNED > out/escaped.txt; echo wrote: $?");
+    let mock = MockLlm::start(vec![
+        calls(&[("c1", "shell", &link)]),
+        calls(&[("c2", "move", r#"{"from":"out","to":"old"}"#)]),
+        calls(&[("c3", "move", r#"{"from":"old/dot","to":"out"}"#)]),
+        calls(&[("c4", "shell", &write)]),
+        answer("done"),
+    ]);
+    let r = run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .args(["run", "--yes", "swap the grant"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "{}", r.stderr);
+    // The swap itself happened through the file tools.
+    assert!(
+        std::fs::symlink_metadata(sb.ws.join("out"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        !sb.ws.join("escaped.txt").exists(),
+        "the shell wrote into the workspace"
+    );
+    let last = warden_tests::tool_contents(&requests[4].body)
+        .pop()
+        .unwrap();
+    assert!(
+        last.contains("is no longer the one warden opened"),
+        "{last}"
+    );
+}
+
 /// SysV shared memory of the host is not the run's: it has its own IPC
 /// namespace.
 #[test]

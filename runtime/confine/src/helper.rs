@@ -602,8 +602,9 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
         .map_err(|e| format!("setup cannot limit processes: {e}"))?;
     setrlimit(Resource::RLIMIT_DATA, spec.memory, spec.memory)
         .map_err(|e| format!("setup cannot limit memory: {e}"))?;
+    let grants = open_grants(spec)?;
     let proc = mount_proc();
-    read_only_but(&spec.write)?;
+    read_only_but(&grants)?;
     // After the remount: the working directory is on the writable copy.
     chdir(&spec.cwd).map_err(|e| {
         format!(
@@ -611,7 +612,7 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
             spec.cwd.display()
         )
     })?;
-    let abi = landlock(spec, proc.is_ok())?;
+    let abi = landlock(&grants, proc.is_ok())?;
     seccomp()?;
     let net = if spec.network {
         "the host network (granted)"
@@ -648,7 +649,7 @@ struct MountAttr {
 /// root warden's command: make any program setuid root). Each write grant
 /// is a writable copy of its mount, taken before the rest turns read-only
 /// and put back on top of its path. Nothing here reaches the host's mounts.
-fn read_only_but(write: &[std::path::PathBuf]) -> Result<(), String> {
+fn read_only_but(grants: &[Grant]) -> Result<(), String> {
     use std::os::fd::{AsRawFd, FromRawFd};
     let fail = |what: &str, e: Errno| {
         let kind = if e == Errno::ENOSYS {
@@ -659,24 +660,26 @@ fn read_only_but(write: &[std::path::PathBuf]) -> Result<(), String> {
         format!("{kind} cannot {what} ({e}); warden needs Linux 5.12 or later")
     };
     let mut copies = Vec::new();
-    for dir in write {
-        let path = cstring(dir.as_os_str().as_bytes());
-        // SAFETY: a path and flags; the descriptor returned is owned below.
+    for g in grants.iter().filter(|g| g.write) {
+        // SAFETY: a descriptor borrowed for the call, an empty path and
+        // flags; the descriptor returned is owned below.
         let fd = unsafe {
             libc::syscall(
                 libc::SYS_open_tree,
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_RECURSIVE as u32,
+                g.fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::OPEN_TREE_CLONE
+                    | libc::OPEN_TREE_CLOEXEC
+                    | (libc::AT_RECURSIVE | libc::AT_EMPTY_PATH) as u32,
             )
         };
         if fd < 0 {
-            let what = format!("copy the mount of the write grant {}", dir.display());
+            let what = format!("copy the mount of the write grant {}", g.path.display());
             return Err(fail(&what, Errno::last()));
         }
         let fd = i32::try_from(fd).expect("a descriptor");
         // SAFETY: `fd` was just returned by open_tree and is owned by no one else.
-        copies.push((unsafe { OwnedFd::from_raw_fd(fd) }, path));
+        copies.push((unsafe { OwnedFd::from_raw_fd(fd) }, g));
     }
     let attr = MountAttr {
         attr_set: libc::MOUNT_ATTR_RDONLY,
@@ -698,24 +701,61 @@ fn read_only_but(write: &[std::path::PathBuf]) -> Result<(), String> {
     if done != 0 {
         return Err(fail("make the run's mounts read-only", Errno::last()));
     }
-    for (fd, path) in copies {
-        // SAFETY: a descriptor owned here, an empty path and a path.
+    for (copy, g) in copies {
+        // SAFETY: two descriptors borrowed for the call, empty paths.
         let done = unsafe {
             libc::syscall(
                 libc::SYS_move_mount,
-                fd.as_raw_fd(),
+                copy.as_raw_fd(),
                 c"".as_ptr(),
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::MOVE_MOUNT_F_EMPTY_PATH,
+                g.fd.as_raw_fd(),
+                c"".as_ptr(),
+                libc::MOVE_MOUNT_F_EMPTY_PATH | libc::MOVE_MOUNT_T_EMPTY_PATH,
             )
         };
         if done != 0 {
-            let what = format!("keep {} writable", path.to_string_lossy());
+            let what = format!("keep {} writable", g.path.display());
             return Err(fail(&what, Errno::last()));
         }
     }
     Ok(())
+}
+
+/// A granted directory, opened once for the remount and Landlock.
+struct Grant<'a> {
+    path: &'a Path,
+    fd: OwnedFd,
+    write: bool,
+}
+
+/// Opens each granted directory (`O_PATH`), and refuses one whose path no
+/// longer leads to the directory the caller pinned (moved, or replaced by
+/// a link since warden opened it: a run must not follow it elsewhere).
+fn open_grants(spec: &Spec) -> Result<Vec<Grant<'_>>, String> {
+    let read = spec.read.iter().map(|p| (p, false));
+    let write = spec.write.iter().map(|p| (p, true));
+    read.chain(write)
+        .map(|(path, write)| {
+            let fd = nix::fcntl::open(
+                path.as_path(),
+                OFlag::O_PATH | OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            )
+            .map_err(|e| format!("setup cannot open the granted directory {}: {e}", path.display()))?;
+            let st = nix::sys::stat::fstat(&fd)
+                .map_err(|e| format!("setup cannot open the granted directory {}: {e}", path.display()))?;
+            let moved = spec.pinned.iter().any(|(p, dev, ino)| {
+                p == path && (*dev, *ino) != (st.st_dev, st.st_ino)
+            });
+            if moved {
+                return Err(format!(
+                    "setup the granted directory {} is no longer the one warden opened at start (it was moved or replaced since); restart warden to grant what is there now",
+                    path.display()
+                ));
+            }
+            Ok(Grant { path, fd, write })
+        })
+        .collect()
 }
 
 /// Mounts, in the run's own mount namespace, a procfs of its PID
@@ -744,7 +784,7 @@ fn mount_proc() -> Result<(), Errno> {
 
 /// Restricts the init (and everything it starts) with Landlock; `proc`:
 /// the run's own procfs is mounted on `/proc`, readable.
-fn landlock(spec: &Spec, proc: bool) -> Result<String, String> {
+fn landlock(grants: &[Grant], proc: bool) -> Result<String, String> {
     let abi = LANDLOCK_ABI;
     let unavailable = |e: &dyn std::fmt::Display| format!("unavailable Landlock: {e}");
     let mut rules = Ruleset::default()
@@ -782,18 +822,15 @@ fn landlock(spec: &Spec, proc: bool) -> Result<String, String> {
             .add_rule(PathBeneath::new(fd, access))
             .map_err(|e| unavailable(&e))?;
     }
-    for (dirs, access) in [(&spec.read, read), (&spec.write, AccessFs::from_all(abi))] {
-        for dir in dirs {
-            let fd = PathFd::new(dir).map_err(|e| {
-                format!(
-                    "setup cannot open the granted directory {}: {e}",
-                    dir.display()
-                )
-            })?;
-            rules = rules
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(|e| unavailable(&e))?;
-        }
+    for g in grants {
+        let access = if g.write {
+            AccessFs::from_all(abi)
+        } else {
+            read
+        };
+        rules = rules
+            .add_rule(PathBeneath::new(&g.fd, access))
+            .map_err(|e| unavailable(&e))?;
     }
     let status = rules.restrict_self().map_err(|e| unavailable(&e))?;
     match (status.ruleset, status.landlock) {

@@ -21,6 +21,11 @@ pub struct Spec {
     pub read: Vec<PathBuf>,
     /// Directories the process may read and write.
     pub write: Vec<PathBuf>,
+    /// Device and inode of granted directories as the caller opened them
+    /// (any of `read` and `write`): a run whose path now leads to another
+    /// directory (moved, or replaced by a link since) is refused.
+    #[serde(default)]
+    pub pinned: Vec<(PathBuf, u64, u64)>,
     /// Whether the process shares the host's network; otherwise it gets an
     /// empty network namespace (no interface but a down loopback).
     pub network: bool,
@@ -47,6 +52,7 @@ impl Spec {
             env: Vec::new(),
             read: Vec::new(),
             write: Vec::new(),
+            pinned: Vec::new(),
             network: false,
             timeout: Duration::from_secs(30),
             memory: 1 << 30,

@@ -9,6 +9,7 @@
 //! the call's memory and output limits. The program must be one the tool
 //! was granted; nothing is filtered by looking at its arguments.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +44,8 @@ pub(crate) struct ExecPlan {
     programs: Vec<(String, Result<PathBuf, String>)>,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
+    /// Device and inode of each granted directory at bind time.
+    pinned: Vec<(PathBuf, u64, u64)>,
     network: bool,
     env: Vec<(String, String)>,
     workspace: PathBuf,
@@ -63,6 +66,15 @@ impl ExecPlan {
             .collect();
         let mut read = Vec::new();
         let mut write = Vec::new();
+        // Pinned now, when the tool's directories are opened: a run is
+        // refused if a path leads elsewhere later.
+        let pinned = grants
+            .dirs()
+            .filter_map(|(dir, _)| {
+                let m = std::fs::metadata(dir).ok()?;
+                Some((dir.to_path_buf(), m.dev(), m.ino()))
+            })
+            .collect();
         for (dir, w) in grants.dirs() {
             if w {
                 write.push(dir.to_path_buf());
@@ -120,6 +132,7 @@ impl ExecPlan {
             programs,
             read,
             write,
+            pinned,
             network: grants.hosts().next().is_some(),
             env: all_env,
             workspace: workspace.to_path_buf(),
@@ -189,6 +202,7 @@ impl ExecPlan {
         spec.env = self.env.clone();
         spec.read = self.read.clone();
         spec.write = self.write.clone();
+        spec.pinned = self.pinned.clone();
         spec.network = self.network;
         spec.timeout = left.saturating_sub(margin);
         spec.memory = self.memory;
