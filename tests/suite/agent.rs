@@ -184,6 +184,33 @@ fn bad_calls_come_back_to_the_model_and_the_run_goes_on() {
     assert!(r.stderr.contains("✗ reed_file"), "{}", r.stderr);
 }
 
+#[test]
+fn calls_with_a_shared_or_no_id_or_no_name_go_back_valid_and_resume_whole() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("a", "read_file", r#"{"path":"hello.txt"}"#),
+            ("a", "list_files", r#"{"path":"."}"#),
+            ("", "read_file", r#"{"path":"hello.txt"}"#),
+            ("call_2", "", "{}"),
+        ]),
+        answer("Done."),
+        answer("Again."),
+    ]);
+    let r = warden_run(&sb, &mock, &["read things"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let tools = tool_messages(&bodies(&mock)[1]);
+    let ids: Vec<&str> = tools.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "call_1", "call_3", "call_2"]);
+    assert!(tools[0].1.contains("hello") && tools[2].1.contains("hello"));
+    assert!(tools[1].1.contains("hello.txt"), "{}", tools[1].1);
+    assert!(tools[3].1.contains("the tool call has no name"), "{}", tools[3].1);
+    // The transcript resumes with every call and its result.
+    let r = warden_run(&sb, &mock, &["-c", "more"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(tool_messages(&bodies(&mock)[2]), tools);
+}
+
 fn transcript_intact(sb: &Sandbox) {
     let (_, lines) = transcript(sb);
     assert_eq!(lines[0]["type"], "start");

@@ -317,6 +317,9 @@ impl Agent {
             .iter()
             .map(|raw| {
                 let args = &raw.function.arguments;
+                if raw.function.name.trim().is_empty() {
+                    return Some(sanitize::NAMELESS.to_string());
+                }
                 sanitize::problem(args).map(|p| sanitize::refusal(&p, args, cut))
             })
             .collect();
