@@ -319,8 +319,8 @@ impl Session {
 }
 
 /// Parses a transcript. Returns the records and the length of the valid
-/// prefix (everything but a torn or unparsable last line). Blank lines are
-/// ignored.
+/// prefix (everything but a torn last line: one without its newline, that
+/// does not parse). Blank lines are ignored.
 fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), SessionError> {
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
     let (mut records, mut valid) = (Vec::new(), 0);
@@ -328,7 +328,7 @@ fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), Sessi
         if !line.iter().all(u8::is_ascii_whitespace) {
             match serde_json::from_slice(line) {
                 Ok(record) => records.push(record),
-                Err(_) if i + 1 == lines.len() => break,
+                Err(_) if !line.ends_with(b"\n") => break,
                 Err(e) => {
                     let (path, reason) = (path.to_path_buf(), e.to_string());
                     return Err(SessionError::Corrupt {

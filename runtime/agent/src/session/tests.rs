@@ -449,3 +449,28 @@ fn a_session_open_in_another_process_is_refused_until_closed() {
     drop(resumed);
     assert_eq!(store.open(&id).unwrap().1, [start("a"), user("b", "hi")]);
 }
+
+#[test]
+fn a_whole_last_line_that_does_not_parse_is_reported_not_cut() {
+    let (_tmp, store) = store();
+    let mut session = store.create().unwrap();
+    write_all(&mut session, &[start("a"), user("b", "hi")]);
+    let (id, path) = (session.id().to_string(), session.path().to_path_buf());
+    drop(session);
+    // A record of a newer warden, written whole.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"type\":\"checkpoint\",\"ts\":\"c\"}\n")
+        .unwrap();
+    let before = fs::read(&path).unwrap();
+    match store.open(&id) {
+        Err(SessionError::Corrupt { path: p, line, reason }) => {
+            assert_eq!((p.as_path(), line), (path.as_path(), 3));
+            assert!(reason.contains("checkpoint"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(fs::read(&path).unwrap(), before, "nothing is cut");
+}
