@@ -674,3 +674,17 @@ fn on_a_terminal_the_user_sees_a_diff_and_a_refusal_reaches_the_model() {
     let tools = tool_messages(&mock.requests()[1].body);
     assert!(tools[0].1.contains("the user refused"), "{}", tools[0].1);
 }
+
+#[test]
+fn on_a_terminal_the_usage_line_follows_the_answer_on_its_own_line() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("Here is the answer.")]);
+    let r = sb.run_in_terminal(&mock.base_url(), "hi", "");
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("Here is the answer.\r\ntokens: 10 prompt + 5 completion = 15"),
+        "{:?}",
+        r.stdout
+    );
+}
