@@ -463,6 +463,12 @@ fn no_model_configured_says_what_to_set() {
         r.stderr
     );
     assert!(r.stderr.contains("Ollama"), "{}", r.stderr);
+    // warden's own message keeps its lines.
+    assert!(
+        r.stderr.contains("For example:\n  OpenAI: ") && !r.stderr.contains("\\n"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

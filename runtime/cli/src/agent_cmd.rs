@@ -88,8 +88,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         tools: flags.tools.clone(),
     };
     let (mut settings, notes) =
-        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)
-            .map_err(|e| ConfigError(e.to_string()))?;
+        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)?;
     for n in notes {
         eprintln!("note: {}", inert(&n));
     }
