@@ -204,7 +204,11 @@ fn calls_with_a_shared_or_no_id_or_no_name_go_back_valid_and_resume_whole() {
     assert_eq!(ids, ["a", "call_1", "call_3", "call_2"]);
     assert!(tools[0].1.contains("hello") && tools[2].1.contains("hello"));
     assert!(tools[1].1.contains("hello.txt"), "{}", tools[1].1);
-    assert!(tools[3].1.contains("the tool call has no name"), "{}", tools[3].1);
+    assert!(
+        tools[3].1.contains("the tool call has no name"),
+        "{}",
+        tools[3].1
+    );
     // The transcript resumes with every call and its result.
     let r = warden_run(&sb, &mock, &["-c", "more"]);
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -324,9 +324,8 @@ fn a_session_in_use_by_another_warden_is_refused() {
         let r = warden_run(&sb, &mock, args);
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(
-            r.stderr.contains(&format!(
-                "session {id} is in use by another warden"
-            )),
+            r.stderr
+                .contains(&format!("session {id} is in use by another warden")),
             "{}",
             r.stderr
         );

@@ -252,7 +252,12 @@ async fn errors_sent_mid_stream_are_the_servers_message() {
 fn every_call_gets_a_unique_id_streamed_or_whole() {
     // Two calls with id "a"; one without an id beside a server's "call_2",
     // the id it would otherwise get from its index.
-    let wire = [("a", "read_file"), ("a", "write_file"), ("", "read_file"), ("call_2", "")];
+    let wire = [
+        ("a", "read_file"),
+        ("a", "write_file"),
+        ("", "read_file"),
+        ("call_2", ""),
+    ];
     let expected = ["a", "call_1", "call_3", "call_2"];
     let mut chunks: Vec<Value> = wire
         .iter()
@@ -263,7 +268,12 @@ fn every_call_gets_a_unique_id_streamed_or_whole() {
         })
         .collect();
     chunks.push(choice(json!({}), Some("tool_calls")));
-    let ids = |c: &Completion| c.tool_calls.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    let ids = |c: &Completion| {
+        c.tool_calls
+            .iter()
+            .map(|t| t.id.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ids(&assemble(&chunks)), expected);
 
     let whole = json!({ "choices": [{ "message": { "tool_calls": wire

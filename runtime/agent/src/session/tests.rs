@@ -466,7 +466,11 @@ fn a_whole_last_line_that_does_not_parse_is_reported_not_cut() {
         .unwrap();
     let before = fs::read(&path).unwrap();
     match store.open(&id) {
-        Err(SessionError::Corrupt { path: p, line, reason }) => {
+        Err(SessionError::Corrupt {
+            path: p,
+            line,
+            reason,
+        }) => {
             assert_eq!((p.as_path(), line), (path.as_path(), 3));
             assert!(reason.contains("checkpoint"), "{reason}");
         }
