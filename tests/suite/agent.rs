@@ -184,6 +184,37 @@ fn bad_calls_come_back_to_the_model_and_the_run_goes_on() {
     assert!(r.stderr.contains("✗ reed_file"), "{}", r.stderr);
 }
 
+#[test]
+fn calls_with_a_shared_or_no_id_or_no_name_go_back_valid_and_resume_whole() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("a", "read_file", r#"{"path":"hello.txt"}"#),
+            ("a", "list_files", r#"{"path":"."}"#),
+            ("", "read_file", r#"{"path":"hello.txt"}"#),
+            ("call_2", "", "{}"),
+        ]),
+        answer("Done."),
+        answer("Again."),
+    ]);
+    let r = warden_run(&sb, &mock, &["read things"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let tools = tool_messages(&bodies(&mock)[1]);
+    let ids: Vec<&str> = tools.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "call_1", "call_3", "call_2"]);
+    assert!(tools[0].1.contains("hello") && tools[2].1.contains("hello"));
+    assert!(tools[1].1.contains("hello.txt"), "{}", tools[1].1);
+    assert!(
+        tools[3].1.contains("the tool call has no name"),
+        "{}",
+        tools[3].1
+    );
+    // The transcript resumes with every call and its result.
+    let r = warden_run(&sb, &mock, &["-c", "more"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(tool_messages(&bodies(&mock)[2]), tools);
+}
+
 fn transcript_intact(sb: &Sandbox) {
     let (_, lines) = transcript(sb);
     assert_eq!(lines[0]["type"], "start");
@@ -436,6 +467,12 @@ fn no_model_configured_says_what_to_set() {
         r.stderr
     );
     assert!(r.stderr.contains("Ollama"), "{}", r.stderr);
+    // warden's own message keeps its lines.
+    assert!(
+        r.stderr.contains("For example:\n  OpenAI: ") && !r.stderr.contains("\\n"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -646,4 +683,18 @@ fn on_a_terminal_the_user_sees_a_diff_and_a_refusal_reaches_the_model() {
     );
     let tools = tool_messages(&mock.requests()[1].body);
     assert!(tools[0].1.contains("the user refused"), "{}", tools[0].1);
+}
+
+#[test]
+fn on_a_terminal_the_usage_line_follows_the_answer_on_its_own_line() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("Here is the answer.")]);
+    let r = sb.run_in_terminal(&mock.base_url(), "hi", "");
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("Here is the answer.\r\ntokens: 10 prompt + 5 completion = 15"),
+        "{:?}",
+        r.stdout
+    );
 }

@@ -269,11 +269,9 @@ fn tool_calls_written_as_text_are_run_under_auto() {
     let text = |s: &str| Reply::Sse(vec![chunk::text(s), chunk::finish("stop"), chunk::done()]);
     let mock = MockLlm::start(vec![
         text(r#"{"name": "read_file", "arguments": {"path": "hello.txt"}}"#),
+        text("```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \".\"}}\n```\n"),
         text(
-            "Let me list them.\n```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \".\"}}\n```",
-        ),
-        text(
-            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"docs/readme.md\"}}\n</tool_call>",
+            "Let me read it.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"docs/readme.md\"}}\n</tool_call>",
         ),
         answer("Read both."),
     ]);
@@ -287,7 +285,29 @@ fn tool_calls_written_as_text_are_run_under_auto() {
     assert!(results[0].contains("hello"), "{}", results[0]);
     assert!(results[1].contains("docs/"), "{}", results[1]);
     assert!(!results[2].starts_with("error"), "{}", results[2]);
-    assert_eq!(b[2]["messages"][4]["content"], "Let me list them.");
+    assert_eq!(b[3]["messages"][6]["content"], "Let me read it.");
+}
+
+#[test]
+fn a_tool_call_shown_as_an_example_in_prose_is_not_run() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.ws.join("important.txt"), "keep me\n").unwrap();
+    let example = "To delete a file with warden, the model would emit:\n```json\n\
+                   {\"name\": \"delete\", \"arguments\": {\"path\": \"important.txt\"}}\n```\n\
+                   That is all.";
+    let mock = MockLlm::start(vec![Reply::Sse(vec![
+        chunk::text(example),
+        chunk::finish("stop"),
+        chunk::done(),
+    ])]);
+    let r = warden_run(&sb, &mock, &["how does warden delete a file?"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("{example}\n"));
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("important.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert_eq!(bodies(&mock).len(), 1);
 }
 
 #[test]

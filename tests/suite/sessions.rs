@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde_json::Value;
-use warden_mock_llm::{MockLlm, answer, calls};
+use warden_mock_llm::{Gate, MockLlm, Reply, answer, calls, check_chat_body};
 use warden_tests::{Run, Sandbox, run};
 
 const KEY: &str = "sk-test-sessions-4242";
@@ -293,6 +293,60 @@ fn continue_show_rm_and_usage() {
     assert!(session_files(&sb).is_empty());
     let r = run(sb.warden().args(["sessions", "show", &id]));
     assert_eq!(r.code, 2);
+}
+
+#[test]
+fn a_session_in_use_by_another_warden_is_refused() {
+    let sb = Sandbox::new();
+    let thinking = Gate::new();
+    let mock = MockLlm::start(vec![
+        Reply::Gated(thinking.clone(), Box::new(answer("A done."))),
+        answer("Next."),
+    ]);
+    let first = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .args(["run", "--yes", "A"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first run waits for the model with its session open.
+    let start = std::time::Instant::now();
+    while mock.requests().is_empty() {
+        assert!(start.elapsed().as_secs() < 60, "no request");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let files = session_files(&sb);
+    let id = files[0].file_stem().unwrap().to_str().unwrap().to_string();
+    for args in [&["--resume", id.as_str(), "B"][..], &["-c", "B"]] {
+        let r = warden_run(&sb, &mock, args);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("session {id} is in use by another warden")),
+            "{}",
+            r.stderr
+        );
+    }
+    thinking.open();
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "A done.\n");
+    // Once it is done, the session goes on as one conversation.
+    let r = warden_run(&sb, &mock, &["-c", "C"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    check_chat_body(&bodies[1]).unwrap();
+    let roles: Vec<&str> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
 }
 
 #[test]

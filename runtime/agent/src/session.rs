@@ -5,7 +5,8 @@
 //!
 //! Each line is one [`Record`], written with a single `write_all` and a
 //! flush, so a crash loses at most the line being written; reading skips
-//! such a torn last line. A transcript holds what the model saw and said,
+//! such a torn last line. An open session is locked (`flock`): a second
+//! warden cannot append another conversation to it meanwhile. A transcript holds what the model saw and said,
 //! tool results and usage, so it must never hold secrets: callers must not
 //! put the API key (or an `Authorization` header) in any record — `Start`
 //! records the base URL and model only.
@@ -13,8 +14,8 @@
 #[cfg(test)]
 mod tests;
 
-use std::fs::File;
-use std::io::{self, Write};
+use std::fs::{File, TryLockError};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -98,7 +99,13 @@ pub enum SessionError {
     /// Reading or reopening the file failed.
     #[error(transparent)]
     Io(#[from] io::Error),
-    /// A line other than the last is not a record.
+    /// Another warden has the session open.
+    #[error(
+        "session {id} is in use by another warden (a run or chat still has it open); wait for \
+         it to finish, or start a new session"
+    )]
+    InUse { id: String },
+    /// A line is not a record (a torn last line is not an error).
     #[error("{}:{line}: corrupt session record: {reason}", path.display())]
     Corrupt {
         path: PathBuf,
@@ -153,6 +160,7 @@ impl SessionStore {
             // the same second with the same random suffix.
             match self.dir.create_new(file_name(&id)) {
                 Ok(file) => {
+                    lock(&file, &id).map_err(io::Error::other)?;
                     let path = self.path_of(&id);
                     return Ok(Session { id, path, file });
                 }
@@ -163,9 +171,9 @@ impl SessionStore {
     }
 
     /// Reopens a transcript to resume it: its records, and the session
-    /// positioned to append to the same file. A torn last line is cut off
-    /// first, so that the next record does not glue onto it and turn it
-    /// into a corrupt middle line.
+    /// positioned to append to the same file, locked before it is read. A
+    /// torn last line is cut off first, so that the next record does not
+    /// glue onto it and turn it into a corrupt middle line.
     pub fn open(&self, id: &str) -> Result<(Session, Vec<Record>), SessionError> {
         let not_found = || SessionError::NotFound {
             id: id.to_string(),
@@ -177,11 +185,14 @@ impl SessionStore {
             return Err(not_found());
         }
         let path = self.path_of(id);
-        let Some(text) = self.dir.read(file_name(id))? else {
-            return Err(not_found());
+        let mut file = match self.dir.open_append(file_name(id)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+            opened => opened?,
         };
+        lock(&file, id)?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text)?;
         let (records, valid) = read_records(&text, &path)?;
-        let mut file = self.dir.open_append(file_name(id))?;
         if valid < text.len() {
             file.set_len(valid as u64)?;
         } else if text.last().is_some_and(|&b| b != b'\n') {
@@ -260,6 +271,16 @@ fn file_name(id: &str) -> String {
     format!("{id}.{EXT}")
 }
 
+/// Locks `file` for as long as it is open; fails at once if another open
+/// file (another warden) holds the lock.
+fn lock(file: &File, id: &str) -> Result<(), SessionError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(SessionError::InUse { id: id.to_string() }),
+        Err(TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id
@@ -298,8 +319,8 @@ impl Session {
 }
 
 /// Parses a transcript. Returns the records and the length of the valid
-/// prefix (everything but a torn or unparsable last line). Blank lines are
-/// ignored.
+/// prefix (everything but a torn last line: one without its newline, that
+/// does not parse). Blank lines are ignored.
 fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), SessionError> {
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
     let (mut records, mut valid) = (Vec::new(), 0);
@@ -307,7 +328,7 @@ fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), Sessi
         if !line.iter().all(u8::is_ascii_whitespace) {
             match serde_json::from_slice(line) {
                 Ok(record) => records.push(record),
-                Err(_) if i + 1 == lines.len() => break,
+                Err(_) if !line.ends_with(b"\n") => break,
                 Err(e) => {
                     let (path, reason) = (path.to_path_buf(), e.to_string());
                     return Err(SessionError::Corrupt {

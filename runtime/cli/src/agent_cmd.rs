@@ -88,8 +88,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         tools: flags.tools.clone(),
     };
     let (mut settings, notes) =
-        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)
-            .map_err(|e| ConfigError(e.to_string()))?;
+        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)?;
     for n in notes {
         eprintln!("note: {}", inert(&n));
     }
@@ -237,8 +236,16 @@ pub fn run(
     let (usage, calls) = r.take_usage();
     let mut usage_value = usage_json(&usage);
     usage_value["model_calls"] = calls.into();
-    if !json && let Some(line) = Renderer::usage_line(&usage, calls) {
-        eprintln!("{line}");
+    if !json {
+        // The answer ends its line before the usage line (on a terminal,
+        // stdout and stderr share the screen).
+        match &result {
+            Ok(answer) => r.finish_answer(answer),
+            Err(_) => r.line_break(),
+        }
+        if let Some(line) = Renderer::usage_line(&usage, calls) {
+            eprintln!("{line}");
+        }
     }
     let reason = match &result {
         Ok(_) => "answered".to_string(),
@@ -254,7 +261,6 @@ pub fn run(
                     "usage": usage_value, "changed": changes.changed,
                 }));
             } else {
-                r.finish_answer(&answer);
                 report_changes(&changes);
             }
             // The model may say it succeeded; what it was refused says otherwise.

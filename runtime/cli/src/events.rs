@@ -67,7 +67,8 @@ impl Renderer {
         self.line_break();
     }
 
-    fn line_break(&mut self) {
+    /// Ends the line of text on stdout, if one is open.
+    pub fn line_break(&mut self) {
         if !self.at_line_start {
             println!();
             self.at_line_start = true;

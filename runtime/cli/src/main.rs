@@ -18,6 +18,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use warden_agent::settings::NoModel;
 use warden_policy::inert;
 use warden_workspace::{Folders, Workspace};
 
@@ -50,7 +51,14 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            let _ = writeln!(std::io::stderr(), "error: {}", inert(&format!("{e:#}")));
+            let text = format!("{e:#}");
+            // warden's own message of several lines, nothing foreign in it.
+            let shown = if e.is::<NoModel>() {
+                text.as_str().into()
+            } else {
+                inert(&text)
+            };
+            let _ = writeln!(std::io::stderr(), "error: {shown}");
             // Errors that reach here stop before any work: setup, usage,
             // configuration. Failed runs return their own code (3, 130).
             ExitCode::from(EXIT_CONFIG)

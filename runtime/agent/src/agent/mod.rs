@@ -317,6 +317,9 @@ impl Agent {
             .iter()
             .map(|raw| {
                 let args = &raw.function.arguments;
+                if raw.function.name.trim().is_empty() {
+                    return Some(sanitize::NAMELESS.to_string());
+                }
                 sanitize::problem(args).map(|p| sanitize::refusal(&p, args, cut))
             })
             .collect();
@@ -337,9 +340,10 @@ impl Agent {
         Ok(None)
     }
 
-    /// Under `protocol = "auto"`, a reply whose text is a tool call (bare
-    /// JSON, a fence, `<tool_call>` tags) becomes that call: small models
-    /// write them so when the server's parser misses their format.
+    /// Under `protocol = "auto"`, a reply whose whole text is a tool call
+    /// (bare JSON, a fence), or with calls in `<tool_call>` tags, becomes
+    /// those calls: small models write them so when the server's parser
+    /// misses their format. A call shown in prose is an example, not a call.
     fn take_inline_calls(&mut self, c: &mut Completion) {
         let known = |name: &str| self.specs.iter().any(|t| t.def.name == name);
         let Some((prose, found)) = textproto::inline_calls(&c.content, &known) else {

@@ -24,8 +24,15 @@ pub(super) fn problem(arguments: &str) -> Option<String> {
     }
 }
 
+/// The name kept for a call that had none; it runs nothing (see [`NAMELESS`]).
+pub(super) const UNNAMED: &str = "unnamed";
+
+/// The error the model reads for a call without a name.
+pub(super) const NAMELESS: &str =
+    "error: the tool call has no name, so it was not run; call a tool by its name";
+
 /// The calls as they may be kept and sent back: empty or invalid arguments
-/// become `{}`.
+/// become `{}`, an empty name [`UNNAMED`].
 pub(super) fn for_history(calls: &[ToolCall]) -> Vec<ToolCall> {
     calls
         .iter()
@@ -33,6 +40,9 @@ pub(super) fn for_history(calls: &[ToolCall]) -> Vec<ToolCall> {
             let mut c = c.clone();
             if c.function.arguments.trim().is_empty() || problem(&c.function.arguments).is_some() {
                 c.function.arguments = "{}".into();
+            }
+            if c.function.name.trim().is_empty() {
+                c.function.name = UNNAMED.into();
             }
             c
         })
@@ -102,7 +112,7 @@ pub(super) fn repair(history: Vec<Message>) -> Vec<Message> {
                     .filter(|c| {
                         let fresh = !c.id.is_empty() && !seen.contains(&c.id);
                         seen.push(c.id.clone());
-                        fresh && !c.function.name.is_empty()
+                        fresh
                     })
                     .collect();
                 pending = tool_calls.iter().map(|c| c.id.clone()).collect();

@@ -3,6 +3,8 @@
 //! typed structs because servers differ in small ways (nulls, missing
 //! fields, arguments sent as objects) that should not fail a completion.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use super::Completion;
@@ -27,22 +29,16 @@ pub(crate) fn parse_completion(v: &Value) -> Result<Completion, String> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let tool_calls = message
+    let mut tool_calls: Vec<ToolCall> = message
         .get("tool_calls")
         .and_then(Value::as_array)
         .map(|calls| {
             calls
                 .iter()
-                .enumerate()
-                .map(|(i, c)| {
+                .map(|c| {
                     let f = c.get("function").unwrap_or(&Value::Null);
-                    let id = string(c.get("id"));
                     ToolCall::new(
-                        if id.is_empty() {
-                            format!("call_{i}")
-                        } else {
-                            id
-                        },
+                        string(c.get("id")),
                         string(f.get("name")),
                         arguments(f.get("arguments")),
                     )
@@ -50,12 +46,33 @@ pub(crate) fn parse_completion(v: &Value) -> Result<Completion, String> {
                 .collect()
         })
         .unwrap_or_default();
+    unique_ids(&mut tool_calls);
     Ok(Completion {
         content,
         tool_calls,
         usage: usage(v),
         finish_reason: finish_reason(choice),
     })
+}
+
+/// Gives every call an id of its own, as servers require when the calls
+/// come back: the server's, unless empty or taken by an earlier call; else
+/// `call_<n>`, from the call's position up to the first one not taken.
+pub(crate) fn unique_ids(calls: &mut [ToolCall]) {
+    let mut taken = HashSet::new();
+    let kept: Vec<bool> = calls
+        .iter()
+        .map(|c| !c.id.is_empty() && taken.insert(c.id.clone()))
+        .collect();
+    for (i, (c, kept)) in calls.iter_mut().zip(kept).enumerate() {
+        if !kept {
+            c.id = (i..)
+                .map(|n| format!("call_{n}"))
+                .find(|id| !taken.contains(id))
+                .unwrap_or_default();
+            taken.insert(c.id.clone());
+        }
+    }
 }
 
 /// The `usage` object of a response or chunk, if any; `total_tokens` is

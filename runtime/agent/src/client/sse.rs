@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::error::{server_message, truncate};
-use super::reply::{arguments, finish_reason, string, usage};
+use super::reply::{arguments, finish_reason, string, unique_ids, usage};
 use super::retry::Failure;
 use super::{Client, ClientError, ClientEvent, Completion};
 use crate::{ToolCall, Usage};
@@ -338,18 +338,12 @@ impl Assembler {
     /// The assembled answer, calls in index order.
     pub fn finish(mut self) -> Completion {
         self.calls.sort_by_key(|c| c.index);
-        let tool_calls = self
+        let mut tool_calls: Vec<ToolCall> = self
             .calls
             .into_iter()
-            .map(|c| {
-                let id = if c.id.is_empty() {
-                    format!("call_{}", c.index)
-                } else {
-                    c.id
-                };
-                ToolCall::new(id, c.name, c.arguments)
-            })
+            .map(|c| ToolCall::new(c.id, c.name, c.arguments))
             .collect();
+        unique_ids(&mut tool_calls);
         Completion {
             content: self.content,
             tool_calls,

@@ -247,3 +247,39 @@ async fn errors_sent_mid_stream_are_the_servers_message() {
         f.error
     );
 }
+
+#[test]
+fn every_call_gets_a_unique_id_streamed_or_whole() {
+    // Two calls with id "a"; one without an id beside a server's "call_2",
+    // the id it would otherwise get from its index.
+    let wire = [
+        ("a", "read_file"),
+        ("a", "write_file"),
+        ("", "read_file"),
+        ("call_2", ""),
+    ];
+    let expected = ["a", "call_1", "call_3", "call_2"];
+    let mut chunks: Vec<Value> = wire
+        .iter()
+        .zip(0..)
+        .map(|((id, name), index)| {
+            let d = json!({ "index": index, "id": id, "function": { "name": name, "arguments": "{}" } });
+            choice(json!({ "tool_calls": [d] }), None)
+        })
+        .collect();
+    chunks.push(choice(json!({}), Some("tool_calls")));
+    let ids = |c: &Completion| {
+        c.tool_calls
+            .iter()
+            .map(|t| t.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&assemble(&chunks)), expected);
+
+    let whole = json!({ "choices": [{ "message": { "tool_calls": wire
+        .iter()
+        .map(|(id, name)| json!({ "id": id, "function": { "name": name, "arguments": "{}" } }))
+        .collect::<Vec<_>>() } }] });
+    let c = super::reply::parse_completion(&whole).unwrap();
+    assert_eq!(ids(&c), expected);
+}

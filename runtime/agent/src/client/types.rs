@@ -40,7 +40,8 @@ pub struct Completion {
     /// The text (empty when the model only called tools).
     pub content: String,
     /// Tool calls in index order, arguments as the model wrote them (possibly
-    /// malformed JSON). Calls the server sent without an id get `call_{index}`.
+    /// malformed JSON). Each has an id of its own: the server's, or
+    /// `call_<n>` when it sent none or one already taken.
     pub tool_calls: Vec<ToolCall>,
     /// Token counts, when the server reported them.
     pub usage: Option<Usage>,

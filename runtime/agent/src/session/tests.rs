@@ -111,9 +111,11 @@ fn round_trip_every_record_kind() {
     let text = fs::read_to_string(session.path()).unwrap();
     assert_eq!(text.lines().count(), records.len());
     assert!(text.starts_with(r#"{"type":"start","ts":"#), "{text}");
-    let (reopened, read) = store.open(session.id()).unwrap();
+    let (id, path) = (session.id().to_string(), session.path().to_path_buf());
+    drop(session);
+    let (reopened, read) = store.open(&id).unwrap();
     assert_eq!(read, records);
-    assert_eq!(reopened.path(), session.path());
+    assert_eq!(reopened.path(), path);
     // Everything was cleared at the end: nothing to resend.
     assert!(messages(&read).is_empty());
     let conversation = messages(&read[..read.len() - 2]);
@@ -257,7 +259,9 @@ fn torn_last_line_is_skipped_and_cut_before_appending() {
     let (mut resumed, records) = store.open(&store.list().unwrap()[0].id).unwrap();
     assert_eq!(records, [start("a"), user("b", "hi")]);
     resumed.append(&user("d", "again")).unwrap();
-    let (_, records) = store.open(resumed.id()).unwrap();
+    let id = resumed.id().to_string();
+    drop(resumed);
+    let (_, records) = store.open(&id).unwrap();
     assert_eq!(records, [start("a"), user("b", "hi"), user("d", "again")]);
 }
 
@@ -273,11 +277,14 @@ fn whole_last_record_without_newline_is_kept() {
         .unwrap()
         .write_all(line.as_bytes())
         .unwrap();
+    let id = session.id().to_string();
+    drop(session);
 
-    let (mut resumed, records) = store.open(session.id()).unwrap();
+    let (mut resumed, records) = store.open(&id).unwrap();
     assert_eq!(records, [start("a"), user("b", "hi")]);
     resumed.append(&user("c", "more")).unwrap();
-    assert_eq!(store.open(session.id()).unwrap().1.len(), 3);
+    drop(resumed);
+    assert_eq!(store.open(&id).unwrap().1.len(), 3);
 }
 
 #[test]
@@ -290,16 +297,18 @@ fn corrupt_middle_line_is_reported() {
         format!("{good}\n{{\"type\":\"bogus\"}}\n\n{good}\n"),
     )
     .unwrap();
-    match store.open(session.id()) {
+    let (id, session_path) = (session.id().to_string(), session.path().to_path_buf());
+    drop(session);
+    match store.open(&id) {
         Err(SessionError::Corrupt { path, line, reason }) => {
-            assert_eq!((path.as_path(), line), (session.path(), 2));
+            assert_eq!((path.as_path(), line), (session_path.as_path(), 2));
             assert!(reason.contains("bogus"), "{reason}");
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
     // Blank lines are not corruption.
-    fs::write(session.path(), format!("{good}\n\n{good}\n")).unwrap();
-    assert_eq!(store.open(session.id()).unwrap().1.len(), 2);
+    fs::write(&session_path, format!("{good}\n\n{good}\n")).unwrap();
+    assert_eq!(store.open(&id).unwrap().1.len(), 2);
 }
 
 #[test]
@@ -418,4 +427,54 @@ fn timestamps_are_rfc3339_utc() {
         ("2100-01-01".into(), "00:00:00".into(), 0)
     );
     assert_eq!(civil_from_days(-1), (1969, 12, 31));
+}
+
+#[test]
+fn a_session_open_in_another_process_is_refused_until_closed() {
+    let (_tmp, store) = store();
+    let mut session = store.create().unwrap();
+    write_all(&mut session, &[start("a")]);
+    let id = session.id().to_string();
+    // A lock is per open file: a second open conflicts as another process's.
+    let err = store.open(&id).err().expect("refused while open");
+    assert!(
+        err.to_string()
+            .starts_with(&format!("session {id} is in use by another warden")),
+        "{err}"
+    );
+    drop(session);
+    let (mut resumed, _) = store.open(&id).unwrap();
+    assert!(store.open(&id).is_err());
+    resumed.append(&user("b", "hi")).unwrap();
+    drop(resumed);
+    assert_eq!(store.open(&id).unwrap().1, [start("a"), user("b", "hi")]);
+}
+
+#[test]
+fn a_whole_last_line_that_does_not_parse_is_reported_not_cut() {
+    let (_tmp, store) = store();
+    let mut session = store.create().unwrap();
+    write_all(&mut session, &[start("a"), user("b", "hi")]);
+    let (id, path) = (session.id().to_string(), session.path().to_path_buf());
+    drop(session);
+    // A record of a newer warden, written whole.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"type\":\"checkpoint\",\"ts\":\"c\"}\n")
+        .unwrap();
+    let before = fs::read(&path).unwrap();
+    match store.open(&id) {
+        Err(SessionError::Corrupt {
+            path: p,
+            line,
+            reason,
+        }) => {
+            assert_eq!((p.as_path(), line), (path.as_path(), 3));
+            assert!(reason.contains("checkpoint"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(fs::read(&path).unwrap(), before, "nothing is cut");
 }
