@@ -269,9 +269,11 @@ fn tool_calls_written_as_text_are_run_under_auto() {
     let text = |s: &str| Reply::Sse(vec![chunk::text(s), chunk::finish("stop"), chunk::done()]);
     let mock = MockLlm::start(vec![
         text(r#"{"name": "read_file", "arguments": {"path": "hello.txt"}}"#),
-        text("```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \".\"}}\n```\n"),
         text(
-            "Let me read it.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"docs/readme.md\"}}\n</tool_call>",
+            "Let me list them.\n```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \".\"}}\n```",
+        ),
+        text(
+            "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"docs/readme.md\"}}\n</tool_call>",
         ),
         answer("Read both."),
     ]);
@@ -285,7 +287,7 @@ fn tool_calls_written_as_text_are_run_under_auto() {
     assert!(results[0].contains("hello"), "{}", results[0]);
     assert!(results[1].contains("docs/"), "{}", results[1]);
     assert!(!results[2].starts_with("error"), "{}", results[2]);
-    assert_eq!(b[3]["messages"][6]["content"], "Let me read it.");
+    assert_eq!(b[2]["messages"][4]["content"], "Let me list them.");
 }
 
 #[test]

@@ -11,17 +11,20 @@ pub type InlineCall = (String, Map<String, Value>);
 /// The calls written in `content`, and the prose around them; `None` when
 /// there is none. Only a JSON object naming a known tool (`known`) and its
 /// arguments counts, so that an answer that merely contains JSON stays an
-/// answer. Bare JSON and fences count only as the whole text: one in prose
-/// is an example the model shows, not a call it makes.
+/// answer. A fence counts only at the end of the text: one with prose
+/// after it is an example the model shows ("the call would be: … That is
+/// all."), not a call it makes.
 pub fn inline_calls(
     content: &str,
     known: &dyn Fn(&str) -> bool,
 ) -> Option<(String, Vec<InlineCall>)> {
-    if let Some((prose, calls)) = tagged(content, known) {
-        return Some((prose.trim().to_string(), calls));
-    }
-    let calls = fenced(content, known).or_else(|| calls_in(content.trim(), known))?;
-    Some((String::new(), calls))
+    let (prose, calls) = tagged(content, known)
+        .or_else(|| fenced(content, known))
+        .or_else(|| {
+            let calls = calls_in(content.trim(), known)?;
+            Some((String::new(), calls))
+        })?;
+    (!calls.is_empty()).then(|| (prose.trim().to_string(), calls))
 }
 
 /// `<tool_call> {…} </tool_call>`, as often as written; a missing closing
@@ -52,18 +55,39 @@ fn tagged(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<In
     Some((prose, calls))
 }
 
-/// Code fences (```` ```json ````, ```` ``` ````, ```` ```tool_call ````)
-/// whose bodies are calls, with nothing but whitespace around them.
-fn fenced(content: &str, known: &dyn Fn(&str) -> bool) -> Option<Vec<InlineCall>> {
+/// Code fences (```` ```json ````, ```` ``` ````, ```` ```tool_call ````) whose
+/// whole body is a call; other fences stay in the prose.
+fn fenced(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<InlineCall>)> {
+    let mut prose = String::new();
     let mut calls = Vec::new();
-    let mut rest = content.trim();
-    while !rest.is_empty() {
-        let (_, body) = rest.strip_prefix("```")?.split_once('\n')?;
-        let (body, after) = body.split_once("```")?;
-        calls.extend(calls_in(body.trim(), known)?);
-        rest = after.trim_start();
+    let mut rest = content;
+    // What follows the last call fence: prose there makes them examples.
+    let mut after_call = "";
+    while let Some(open) = rest.find("```") {
+        let after_open = &rest[open + 3..];
+        let Some(line_end) = after_open.find('\n') else {
+            break;
+        };
+        let Some(close) = after_open[line_end..].find("```") else {
+            break;
+        };
+        let body = &after_open[line_end..line_end + close];
+        let end = open + 3 + line_end + close + 3;
+        match calls_in(body.trim(), known) {
+            Some(found) => {
+                prose.push_str(&rest[..open]);
+                calls.extend(found);
+                after_call = &rest[end..];
+            }
+            None => prose.push_str(&rest[..end]),
+        }
+        rest = &rest[end..];
     }
-    (!calls.is_empty()).then_some(calls)
+    if calls.is_empty() || !after_call.trim().is_empty() {
+        return None;
+    }
+    prose.push_str(rest);
+    Some((prose, calls))
 }
 
 /// The body of a fence around the whole text, or the text.
@@ -136,9 +160,9 @@ mod tests {
             [("read_file", r#"{"path":"a"}"#.to_string())]
         );
 
-        let text = "\n```json\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"b\\\"}\"}\n```\n";
+        let text = "I will read it.\n```json\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"b\\\"}\"}\n```\n";
         let (prose, calls) = inline_calls(text, &known).unwrap();
-        assert_eq!(prose, "");
+        assert_eq!(prose, "I will read it.");
         assert_eq!(
             names(&calls),
             [("read_file", r#"{"path":"b"}"#.to_string())]
@@ -159,27 +183,25 @@ mod tests {
         assert!(inline_calls("Use read_file to read.", &known).is_none());
         let text =
             "```rust\nfn main() {}\n```\n```json\n{\"name\":\"read_file\",\"arguments\":{}}\n```";
-        assert!(inline_calls(text, &known).is_none());
+        let (prose, calls) = inline_calls(text, &known).unwrap();
+        assert_eq!(prose, "```rust\nfn main() {}\n```");
+        assert_eq!(calls.len(), 1);
     }
 
     #[test]
-    fn a_call_shown_in_prose_is_an_example_not_a_call() {
+    fn a_fence_with_prose_after_it_is_an_example_not_a_call() {
         let call = r#"{"name": "write_file", "arguments": {"path": "a"}}"#;
         for text in [
             format!("To write a file, the model would emit:\n```json\n{call}\n```\nThat is all."),
-            format!("I will write it.\n```json\n{call}\n```"),
             format!("```json\n{call}\n```\nThat is the call."),
             format!("The call is {call}"),
             format!("{call}\nThat is the call."),
         ] {
             assert!(inline_calls(&text, &known).is_none(), "{text}");
         }
-        // Fences with only whitespace around them are calls.
-        let text = format!("```json\n{call}\n```\n\n```\n{call}\n```\n");
-        assert_eq!(inline_calls(&text, &known).unwrap().1.len(), 2);
-        // Tags are the model's own call syntax: prose beside them is kept.
-        let text = format!("Writing it.\n<tool_call>\n{call}\n</tool_call>");
+        // Ending the reply, after prose, with a fence or two: calls.
+        let text = format!("Writing it.\n```json\n{call}\n```\n\n```\n{call}\n```\n");
         let (prose, calls) = inline_calls(&text, &known).unwrap();
-        assert_eq!((prose.as_str(), calls.len()), ("Writing it.", 1));
+        assert_eq!((prose.as_str(), calls.len()), ("Writing it.", 2));
     }
 }
