@@ -544,6 +544,249 @@ fn removing_a_session_removes_its_undo_snapshots_and_no_other() {
     assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
 }
 
+/// The `not restored: ` lines of an undo's stderr.
+fn not_restored(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("not restored: "))
+        .collect()
+}
+
+#[test]
+fn undo_leaves_what_changed_since_the_turn_and_removes_only_what_the_turn_made() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            (
+                "g",
+                "write_file",
+                r#"{"path":"gen/out.txt","content":"made"}"#,
+            ),
+            ("o", "write_file", r#"{"path":"other/x.txt","content":"x"}"#),
+            (
+                "n",
+                "write_file",
+                r#"{"path":"notes.txt","content":"turn notes"}"#,
+            ),
+            (
+                "c",
+                "write_file",
+                r#"{"path":"clean.txt","content":"clean"}"#,
+            ),
+            (
+                "e",
+                "edit_file",
+                r#"{"path":"hello.txt","old_text":"world","new_text":"WORLD"}"#,
+            ),
+        ]),
+        answer("Done."),
+    ]);
+    let r = warden_run(&sb, &mock, &["generate"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The user works on after the turn.
+    let ws = &sb.ws;
+    std::fs::write(ws.join("gen/mine.txt"), "mine").unwrap();
+    std::fs::write(ws.join("notes.txt"), "user notes").unwrap();
+    std::fs::write(ws.join("hello.txt"), "user hello\n").unwrap();
+
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let problems = not_restored(&r.stderr);
+    assert!(
+        problems.contains(&"notes.txt: changed since the turn (left as it is)")
+            && problems.contains(&"hello.txt: changed since the turn (left as it is)")
+            && problems.len() == 2,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("kept gen: it holds files the turn did not make"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("gen/mine.txt")).unwrap(),
+        "mine"
+    );
+    assert!(!ws.join("gen/out.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "user notes"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("hello.txt")).unwrap(),
+        "user hello\n"
+    );
+    assert!(!ws.join("clean.txt").exists() && !ws.join("other").exists());
+
+    // What was not restored stays recorded: once the user's changes are
+    // gone, the next undo puts it back.
+    std::fs::write(ws.join("notes.txt"), "turn notes").unwrap();
+    std::fs::write(ws.join("hello.txt"), "hello\nWORLD\n").unwrap();
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(": hello.txt, notes.txt\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(!ws.join("notes.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let r = run(sb.warden().arg("undo"));
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+}
+
+#[test]
+fn undo_of_a_write_through_a_symlink_restores_the_file_it_leads_to() {
+    let sb = Sandbox::new();
+    let ws = &sb.ws;
+    std::fs::write(ws.join("real.txt"), "real original").unwrap();
+    std::os::unix::fs::symlink("real.txt", ws.join("link.txt")).unwrap();
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    std::fs::write(ws.join("sub/f.txt"), "sub original").unwrap();
+    std::os::unix::fs::symlink("sub", ws.join("dl")).unwrap();
+    let before = tree(ws);
+    let mock = MockLlm::start(vec![
+        calls(&[
+            (
+                "l",
+                "write_file",
+                r#"{"path":"link.txt","content":"model text"}"#,
+            ),
+            (
+                "d",
+                "write_file",
+                r#"{"path":"dl/f.txt","content":"model too"}"#,
+            ),
+        ]),
+        answer("Written."),
+    ]);
+    let r = warden_run(&sb, &mock, &["write"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("real.txt")).unwrap(),
+        "model text"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/f.txt")).unwrap(),
+        "model too"
+    );
+
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(": sub/f.txt, real.txt\n"), "{}", r.stderr);
+    assert_eq!(tree(ws), before);
+}
+
+#[test]
+fn a_failed_restore_keeps_the_file_and_the_record_for_another_undo() {
+    let sb = Sandbox::new();
+    let ws = &sb.ws;
+    std::fs::write(ws.join("data.txt"), "data").unwrap();
+    // Too large to snapshot: said once, not twice.
+    std::fs::write(ws.join("big.bin"), vec![b'b'; 9 << 20]).unwrap();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            (
+                "h",
+                "write_file",
+                r#"{"path":"hello.txt","content":"overwritten"}"#,
+            ),
+            (
+                "d",
+                "write_file",
+                r#"{"path":"data.txt","content":"changed"}"#,
+            ),
+            ("b", "write_file", r#"{"path":"big.bin","content":"small"}"#),
+        ]),
+        answer("Written."),
+    ]);
+    let r = warden_run(&sb, &mock, &["write"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The snapshot of hello.txt (the turn's first) goes missing.
+    let blob = undo_files(&sb)
+        .into_iter()
+        .find(|f| f.to_string_lossy().ends_with(".0.blob"))
+        .unwrap();
+    let kept = std::fs::read(&blob).unwrap();
+    std::fs::remove_file(&blob).unwrap();
+
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let problems = not_restored(&r.stderr);
+    assert_eq!(problems.len(), 2, "{}", r.stderr);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("hello.txt: snapshot"))
+            && problems
+                .iter()
+                .any(|p| p.starts_with("big.bin: not snapshotted")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("hello.txt")).unwrap(),
+        "overwritten"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("data.txt")).unwrap(),
+        "data"
+    );
+
+    // The snapshot is back: the next undo restores what is left of the turn.
+    std::fs::write(&blob, kept).unwrap();
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(": hello.txt\n"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let r = run(sb.warden().arg("undo"));
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+}
+
+#[test]
+fn a_turn_whose_calls_changed_nothing_leaves_nothing_to_undo() {
+    let sb = Sandbox::new();
+    let first = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"first"}"#,
+        )]),
+        answer("Written."),
+    ]);
+    assert_eq!(warden_run(&sb, &first, &["write"]).code, 0);
+    let second = MockLlm::start(vec![
+        calls(&[(
+            "e",
+            "edit_file",
+            r#"{"path":"hello.txt","old_text":"no such text","new_text":"x"}"#,
+        )]),
+        answer("Could not."),
+    ]);
+    let r = warden_run(&sb, &second, &["edit"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("changed:"), "{}", r.stderr);
+
+    // The one undo goes to the turn that wrote.
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(": hello.txt\n"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let r = run(sb.warden().arg("undo"));
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+}
+
 #[test]
 fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
     let sb = Sandbox::new();

@@ -330,8 +330,18 @@ pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result
             done.restored.join(", ")
         );
     }
+    for p in &done.kept {
+        eprintln!("kept {p}: it holds files the turn did not make (the turn's own are removed)");
+    }
     for p in &done.problems {
         eprintln!("not restored: {p}");
+    }
+    if let Some(record) = &done.pending {
+        eprintln!(
+            "what was not restored stays recorded: `warden undo` tries it again; to undo an \
+             earlier turn instead, remove {}",
+            inert(&record.display().to_string())
+        );
     }
     Ok(if done.problems.is_empty() {
         0

@@ -6,11 +6,14 @@
 //! <workspace id>/`), one manifest per turn. `warden undo` (and `/undo`)
 //! puts the last turn's paths back as they were, through the same grants,
 //! then forgets that turn, so the next undo goes one turn further back.
+//! A path is put back only if it is still as the turn left it (recorded
+//! after each call that touched it); what is not put back stays recorded.
 
 pub mod beneath;
 
 use std::collections::BTreeSet;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,7 +25,7 @@ use warden_sandbox::{BoundTool, Mount};
 use warden_state::StateDir;
 
 use crate::toolset::Toolset;
-use beneath::{Before, Blobs, TURN_CAP};
+use beneath::{Before, Blobs, Print, TURN_CAP};
 
 /// Turns kept per workspace; older ones are forgotten.
 const KEPT_TURNS: usize = 20;
@@ -36,9 +39,15 @@ struct Entry {
     mount: PathBuf,
     /// The path beneath that directory.
     path: String,
-    /// The path as the model wrote it, for messages.
+    /// The path as the model would name it, for messages.
     shown: String,
     before: Before,
+    /// What was there before the turn, and what the turn left there;
+    /// `None` when it could not be read.
+    #[serde(default)]
+    was: Option<Print>,
+    #[serde(default)]
+    left: Option<Print>,
 }
 
 /// One turn's snapshots.
@@ -70,6 +79,10 @@ pub struct Undone {
     pub restored: Vec<String>,
     /// Paths left as they are, with the reason.
     pub problems: Vec<String>,
+    /// Folders the turn made that stay: something else is in them now.
+    pub kept: Vec<String>,
+    /// The record of what was not restored, kept for another undo.
+    pub pending: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -79,6 +92,8 @@ struct Turn {
     blobs: usize,
     bytes: u64,
     changed: BTreeSet<String>,
+    /// The entries the running call may change.
+    touching: Vec<usize>,
 }
 
 /// Records one session's turns for undo. Shared by the runner (which
@@ -166,20 +181,15 @@ impl Journal {
             return;
         };
         let mounts: Vec<Mount> = tool.dirs().mounts().cloned().collect();
+        // The file tools write through a last symlink; the others act on it.
+        let follow = matches!(name.as_str(), "write_file" | "edit_file");
+        turn.touching.clear();
         for shown in paths {
-            let Some((mount, rel)) = locate(&mounts, &shown) else {
+            let Some((mount, rel, base)) = locate(&mounts, &shown) else {
                 continue; // outside every grant: the call is refused
             };
             if !mount.write {
                 continue; // a read-only grant: the call cannot change it
-            }
-            let covered = turn
-                .manifest
-                .entries
-                .iter()
-                .any(|e| e.mount == mount.host && within(&rel, &e.path));
-            if covered {
-                continue; // its state before the turn is kept already
             }
             let Some(fd) = tool.dir_fd(&mount.host) else {
                 turn.manifest
@@ -187,36 +197,68 @@ impl Journal {
                     .push(format!("{shown}: not snapshotted on this system"));
                 continue;
             };
-            let mut blobs = TurnBlobs {
-                dir: &self.dir,
-                id: &id,
-                turn: &mut turn,
-            };
-            let (path, before) = beneath::snapshot(fd, &rel, &mut blobs);
-            if let Before::Skipped { reason } = &before {
-                turn.manifest
-                    .notes
-                    .push(format!("{shown}: not snapshotted: {reason}"));
+            let real = beneath::resolve(fd, &rel, follow);
+            let at = real.as_deref().unwrap_or(&rel);
+            let related =
+                |e: &Entry| e.mount == mount.host && (within(at, &e.path) || within(&e.path, at));
+            let touching: Vec<usize> = (0..turn.manifest.entries.len())
+                .filter(|&i| related(&turn.manifest.entries[i]))
+                .collect();
+            turn.touching.extend(touching);
+            let covered = turn
+                .manifest
+                .entries
+                .iter()
+                .any(|e| e.mount == mount.host && within(at, &e.path));
+            if covered {
+                continue; // its state before the turn is kept already
             }
+            let (path, before) = match real {
+                Ok(real) => {
+                    let mut blobs = TurnBlobs {
+                        dir: &self.dir,
+                        id: &id,
+                        turn: &mut turn,
+                    };
+                    beneath::snapshot(fd, &real, &mut blobs)
+                }
+                Err(e) => (
+                    rel,
+                    Before::Skipped {
+                        reason: e.to_string(),
+                    },
+                ),
+            };
+            let was = beneath::print(fd, &path).ok();
+            let i = turn.manifest.entries.len();
+            turn.touching.push(i);
             turn.manifest.entries.push(Entry {
                 tool: name.clone(),
                 mount: mount.host.clone(),
+                shown: named(&base, &path),
                 path,
-                shown: shown.clone(),
                 before,
+                left: was.clone(),
+                was,
             });
         }
         self.save(&id, &mut turn);
     }
 
-    /// After a call: a successful one's paths count as changed.
+    /// After a call: what it touched is recorded as the turn leaves it; a
+    /// successful call's paths count as changed.
     pub fn after(&self, tool: &BoundTool, args: &Value, ok: bool) {
-        if !ok {
-            return;
-        }
         if let Some(paths) = touched(tool, args) {
             let mut turn = self.lock();
-            turn.changed.extend(paths);
+            for i in std::mem::take(&mut turn.touching) {
+                let e = &mut turn.manifest.entries[i];
+                e.left = tool
+                    .dir_fd(&e.mount)
+                    .and_then(|fd| beneath::print(fd, &e.path).ok());
+            }
+            if ok {
+                turn.changed.extend(paths);
+            }
             if let Some(id) = turn.id.clone() {
                 self.save(&id, &mut turn);
             }
@@ -238,15 +280,36 @@ impl Journal {
     }
 
     /// Ends the turn: what it changed, and what undo cannot restore. The
-    /// snapshots stay for `warden undo`; old turns are forgotten.
+    /// snapshots stay for `warden undo`; old turns are forgotten. What the
+    /// turn left as it found it is dropped: a turn that changed nothing
+    /// leaves no record.
     pub fn end_turn(&self) -> TurnChanges {
-        let turn = std::mem::take(&mut *self.lock());
-        if turn.id.is_some() {
+        let mut turn = std::mem::take(&mut *self.lock());
+        if let Some(id) = turn.id.clone() {
+            let all = turn.manifest.entries.len();
+            turn.manifest
+                .entries
+                .retain(|e| e.was.is_none() || e.was != e.left);
+            if turn.manifest.entries.is_empty() && turn.manifest.notes.is_empty() {
+                let _ = forget(&self.dir, &id);
+            } else if turn.manifest.entries.len() < all {
+                self.save(&id, &mut turn);
+            }
             prune(&self.dir, KEPT_TURNS);
         }
+        let skipped = turn
+            .manifest
+            .entries
+            .iter()
+            .filter_map(|e| match &e.before {
+                Before::Skipped { reason } => {
+                    Some(format!("{}: not snapshotted: {reason}", e.shown))
+                }
+                _ => None,
+            });
         TurnChanges {
             changed: turn.changed.into_iter().collect(),
-            notes: turn.manifest.notes,
+            notes: skipped.chain(turn.manifest.notes).collect(),
         }
     }
 }
@@ -302,45 +365,98 @@ fn prune(dir: &StateDir, keep: usize) {
     }
 }
 
+/// What undo does with one entry, decided for all before any is touched.
+enum Plan<'t> {
+    /// Put it back through this handle.
+    Restore(BorrowedFd<'t>),
+    /// A folder the turn made, with more in it now: remove what the turn
+    /// made in it.
+    Clear(BorrowedFd<'t>, &'t [(String, Print)]),
+    /// It is as before the turn already.
+    Done,
+    /// Left as it is, and why; kept for another undo when `retry`.
+    Leave { why: String, retry: bool },
+}
+
 /// Restores the last recorded turn in `dir` through the tools of `tools`
-/// (each path through the grant of the tool that touched it), then
-/// forgets that turn. `Ok(None)` when there is nothing to undo.
+/// (each path through the grant of the tool that touched it), if each is
+/// still as the turn left it, then forgets that turn; what was not
+/// restored stays recorded. `Ok(None)` when there is nothing to undo.
 pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> {
     let Some(id) = turns(dir)?.pop() else {
         return Ok(None);
     };
+    let record = dir.path().join(format!("{id}.json"));
     let bytes = dir.read(format!("{id}.json"))?.unwrap_or_default();
-    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
+    let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         io::Error::other(format!(
             "the undo record {} is damaged ({e}); remove it to undo an earlier turn",
-            dir.path().join(format!("{id}.json")).display()
+            record.display()
         ))
     })?;
     let mut done = Undone {
         session: manifest.session.clone(),
         ..Undone::default()
     };
+    let mut plans: Vec<Plan> = manifest.entries.iter().map(|e| plan(e, tools)).collect();
+    // A path inside one left as it is (or holding one) is left with it.
+    for i in 0..plans.len() {
+        let e = &manifest.entries[i];
+        let with = manifest.entries.iter().zip(&plans).find(|(o, p)| {
+            matches!(p, Plan::Leave { retry: true, .. })
+                && o.mount == e.mount
+                && (within(&e.path, &o.path) || within(&o.path, &e.path))
+        });
+        if let Some((o, _)) =
+            with.filter(|_| matches!(plans[i], Plan::Restore(_) | Plan::Clear(..)))
+        {
+            let why = format!("left as it is, as {} is", warden_policy::inert(&o.shown));
+            plans[i] = Plan::Leave { why, retry: true };
+        }
+    }
     let mut load = |blob: &str| {
         dir.read(blob)?
             .ok_or_else(|| io::Error::other(format!("snapshot {blob} is missing")))
     };
-    for e in manifest.entries.iter().rev() {
+    let mut pending = Vec::new();
+    for (e, plan) in manifest.entries.iter().zip(plans).rev() {
         let shown = warden_policy::inert(&e.shown).into_owned();
-        let fd = tools
-            .find(&e.tool)
-            .filter(|t| t.dirs().mounts().any(|m| m.host == e.mount && m.write))
-            .and_then(|t| t.dir_fd(&e.mount));
-        let Some(fd) = fd else {
-            done.problems.push(format!(
-                "{shown}: `{}` no longer has write access to {}; left as it is",
-                e.tool,
-                warden_policy::inert(&e.mount.display().to_string())
-            ));
-            continue;
+        let problem = match plan {
+            Plan::Done => None,
+            Plan::Leave { why, retry: false } => {
+                done.problems.push(format!("{shown}: {why}"));
+                continue;
+            }
+            Plan::Leave { why, .. } => Some(format!("{shown}: {why}")),
+            Plan::Restore(fd) => beneath::restore(fd, &e.path, &e.before, &mut load)
+                .err()
+                .map(|err| format!("{shown}: {err}")),
+            Plan::Clear(fd, left) => match beneath::clear(fd, &e.path, left) {
+                Err(err) => Some(format!("{shown}: {err}")),
+                Ok(c) => {
+                    let changed = c.changed.iter().map(|p| {
+                        let p = format!("{}{}", e.shown, &p[e.path.len()..]);
+                        format!("{}: {CHANGED}", warden_policy::inert(&p))
+                    });
+                    done.problems.extend(changed);
+                    if !c.changed.is_empty() {
+                        pending.push(e.clone());
+                    }
+                    if c.foreign {
+                        done.kept.push(shown);
+                    } else if c.changed.is_empty() {
+                        done.restored.push(shown);
+                    }
+                    continue;
+                }
+            },
         };
-        match beneath::restore(fd, &e.path, &e.before, &mut load) {
-            Ok(()) => done.restored.push(shown),
-            Err(err) => done.problems.push(format!("{shown}: {err}")),
+        match problem {
+            None => done.restored.push(shown),
+            Some(p) => {
+                done.problems.push(p);
+                pending.push(e.clone());
+            }
         }
     }
     done.problems.extend(
@@ -350,15 +466,69 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
             .map(|n| warden_policy::inert(n).into_owned()),
     );
     done.restored.dedup();
-    forget(dir, &id)?;
+    let mut seen = BTreeSet::new();
+    done.problems.retain(|p| seen.insert(p.clone()));
+    if pending.is_empty() {
+        forget(dir, &id)?;
+    } else {
+        // The notes are said: what is kept is what another undo can do.
+        pending.reverse();
+        manifest.entries = pending;
+        manifest.notes.clear();
+        let bytes = serde_json::to_vec(&manifest).map_err(io::Error::other)?;
+        dir.write_atomic(format!("{id}.json"), &bytes)?;
+        done.pending = Some(record);
+    }
     Ok(Some(done))
 }
 
-/// The granted directory through which the tool opens `path`, and the path
-/// beneath it, as the built-in `fs` tools resolve it (wasi-libc's lookup:
-/// the longest mount name that matches whole components, the last listed
-/// among equals). `None` for a path that climbs out or matches no mount.
-fn locate<'m>(mounts: &'m [Mount], path: &str) -> Option<(&'m Mount, String)> {
+const CHANGED: &str = "changed since the turn (left as it is)";
+
+/// What to do with `e`: how it is now against what the turn left.
+fn plan<'t>(e: &'t Entry, tools: &'t Toolset) -> Plan<'t> {
+    let leave = |why: String| Plan::Leave { why, retry: true };
+    if let Before::Skipped { reason } = &e.before {
+        let why = format!("not snapshotted: {reason}");
+        return Plan::Leave { why, retry: false };
+    }
+    let fd = tools
+        .find(&e.tool)
+        .filter(|t| t.dirs().mounts().any(|m| m.host == e.mount && m.write))
+        .and_then(|t| t.dir_fd(&e.mount));
+    let Some(fd) = fd else {
+        return leave(format!(
+            "`{}` no longer has write access to {}; left as it is",
+            e.tool,
+            warden_policy::inert(&e.mount.display().to_string())
+        ));
+    };
+    let now = match beneath::print(fd, &e.path) {
+        Ok(now) => now,
+        Err(err) => {
+            return leave(format!(
+                "cannot tell whether it changed since the turn: {err}"
+            ));
+        }
+    };
+    match (&e.was, &e.left) {
+        (Some(was), _) if *was == now => Plan::Done,
+        (_, Some(left)) if *left == now => Plan::Restore(fd),
+        (Some(Print::Absent), Some(Print::Dir { entries, .. }))
+            if matches!(now, Print::Dir { .. }) =>
+        {
+            Plan::Clear(fd, entries)
+        }
+        (_, None) => leave("cannot tell whether it changed since the turn; left as it is".into()),
+        _ => leave(CHANGED.into()),
+    }
+}
+
+/// The granted directory through which the tool opens `path`, the path
+/// beneath it, and the directory's name as `path` gives it, as the built-in
+/// `fs` tools resolve it (wasi-libc's lookup: the longest mount name that
+/// matches whole components, the last listed among equals). `None` for a
+/// path that climbs out or matches no mount.
+fn locate<'m>(mounts: &'m [Mount], path: &str) -> Option<(&'m Mount, String, String)> {
     let norm = normalize(path);
     if norm == ".." || norm.starts_with("../") {
         return None;
@@ -378,10 +548,21 @@ fn locate<'m>(mounts: &'m [Mount], path: &str) -> Option<(&'m Mount, String)> {
     }
     let (i, len) = best?;
     let rel = p[len..].trim_start_matches('/');
+    let base = &norm[..norm.len() - rel.len()];
     Some((
         &mounts[i],
         if rel.is_empty() { "." } else { rel }.to_string(),
+        base.to_string(),
     ))
+}
+
+/// `path` beneath a mount named `base` (as [`locate`] gives it).
+fn named(base: &str, path: &str) -> String {
+    match base.trim_end_matches('/') {
+        "" if base.starts_with('/') => format!("/{path}"),
+        "" | "." => path.to_string(),
+        base => format!("{base}/{path}"),
+    }
 }
 
 /// Lexical normalisation, as the fs tools do it.
@@ -460,7 +641,7 @@ mod tests {
             mount("/ws/vendor", "/ws/vendor", false),
             mount("/ws/vendor", "vendor", false),
         ];
-        let at = |p: &str| locate(&mounts, p).map(|(m, r)| (m.guest.clone(), r));
+        let at = |p: &str| locate(&mounts, p).map(|(m, r, _)| (m.guest.clone(), r));
         assert_eq!(at("a/../b.txt"), Some((".".into(), "b.txt".into())));
         assert_eq!(at("vendor/x"), Some(("vendor".into(), "x".into())));
         assert_eq!(at("/ws/vendor/x"), Some(("/ws/vendor".into(), "x".into())));

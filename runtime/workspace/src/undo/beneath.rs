@@ -38,6 +38,32 @@ pub enum Before {
     Skipped { reason: String },
 }
 
+/// What is at a path, in short: enough to tell whether it changed since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Print {
+    Absent,
+    /// A regular file: `sum` is the SHA-256 of its bytes, or for a file
+    /// larger than [`FILE_CAP`] its modification time.
+    File {
+        mode: u32,
+        size: u64,
+        sum: String,
+    },
+    Link {
+        target: Vec<u8>,
+    },
+    /// A directory: its entries by name.
+    Dir {
+        mode: u32,
+        entries: Vec<(String, Print)>,
+    },
+    /// Anything else (a pipe, a device, ...).
+    Other {
+        mode: u32,
+    },
+}
+
 /// Where snapshot bytes go and how many may still go there.
 pub trait Blobs {
     /// Keeps `bytes`; returns the blob's name.
@@ -81,6 +107,142 @@ fn open_dir(root: BorrowedFd<'_>, parts: &[&str], create: bool) -> io::Result<Op
         };
     }
     Ok(Some(cur))
+}
+
+/// The path `rel` beneath `root` names, with the symlinks on the way (and
+/// the last one's with `follow`) resolved as the sandbox resolves them:
+/// never leaving `root`, no absolute target. What follows a missing
+/// component is kept as it is.
+pub fn resolve(root: BorrowedFd<'_>, rel: &str, follow: bool) -> io::Result<String> {
+    let outside = || io::Error::other("a symlink on the way leads outside the grant");
+    let mut todo: Vec<String> = parts(rel).into_iter().rev().map(str::to_string).collect();
+    let mut done: Vec<String> = Vec::new();
+    let mut dirs = vec![root.try_clone_to_owned()?];
+    let mut links = 0;
+    while let Some(part) = todo.pop() {
+        if part == ".." {
+            done.pop().ok_or_else(outside)?;
+            dirs.pop();
+            continue;
+        }
+        let dir = dirs.last().expect("the root stays");
+        let st = match rustix::fs::statat(dir, part.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) if !todo.iter().any(|p| p == "..") => {
+                done.push(part);
+                done.extend(todo.into_iter().rev());
+                break;
+            }
+            Err(e) => return Err(no_links(e)),
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Symlink if follow || !todo.is_empty() => {
+                links += 1;
+                if links > 40 {
+                    return Err(io::Error::other("too many symlinks on the way"));
+                }
+                let target = rustix::fs::readlinkat(dir, part.as_str(), Vec::new())?;
+                let target = String::from_utf8(target.into_bytes())
+                    .map_err(|_| io::Error::other("a symlink on the way is not UTF-8"))?;
+                if target.starts_with('/') {
+                    return Err(outside());
+                }
+                todo.extend(
+                    target
+                        .split('/')
+                        .rev()
+                        .filter(|p| !p.is_empty() && *p != ".")
+                        .map(str::to_string),
+                );
+            }
+            FileType::Directory if !todo.is_empty() => {
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                dirs.push(
+                    rustix::fs::openat(dir, part.as_str(), flags, Mode::empty())
+                        .map_err(no_links)?,
+                );
+                done.push(part);
+            }
+            _ if !todo.is_empty() => return Err(io::Error::other("a file is on the way")),
+            _ => done.push(part),
+        }
+    }
+    Ok(if done.is_empty() {
+        ".".into()
+    } else {
+        done.join("/")
+    })
+}
+
+/// What is at `rel` beneath `root` now, never following a link.
+pub fn print(root: BorrowedFd<'_>, rel: &str) -> io::Result<Print> {
+    let ps = parts(rel);
+    let Some((name, dirs)) = ps.split_last() else {
+        return Err(io::Error::other("the root of a grant is not compared"));
+    };
+    match open_dir(root, dirs, false)? {
+        Some(dir) => print_at(dir.as_fd(), name, &mut 0),
+        None => Ok(Print::Absent),
+    }
+}
+
+fn print_at(dir: BorrowedFd<'_>, name: &str, count: &mut usize) -> io::Result<Print> {
+    *count += 1;
+    if *count > TREE_CAP {
+        return Err(io::Error::other(format!("more than {TREE_CAP} entries")));
+    }
+    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::NOENT) => return Ok(Print::Absent),
+        Err(e) => return Err(e.into()),
+    };
+    let mode = st.st_mode & 0o7777;
+    Ok(match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {
+            let size = st.st_size as u64;
+            let sum = if size > FILE_CAP {
+                format!("modified {}.{:09}", st.st_mtime, st.st_mtime_nsec)
+            } else {
+                let mut bytes = Vec::new();
+                open_file(dir, name)?
+                    .take(FILE_CAP + 1)
+                    .read_to_end(&mut bytes)?;
+                warden_policy::sha256_hex(&bytes)
+            };
+            Print::File { mode, size, sum }
+        }
+        FileType::Symlink => Print::Link {
+            target: rustix::fs::readlinkat(dir, name, Vec::new())?.into_bytes(),
+        },
+        FileType::Directory => {
+            let fd = open_subdir(dir, name)?;
+            let mut entries = Vec::new();
+            for n in names(&fd)? {
+                let n = String::from_utf8(n)
+                    .map_err(|_| io::Error::other("a name inside is not UTF-8"))?;
+                entries.push((n.clone(), print_at(fd.as_fd(), &n, count)?));
+            }
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Print::Dir { mode, entries }
+        }
+        _ => Print::Other { mode: st.st_mode },
+    })
+}
+
+fn open_subdir(dir: BorrowedFd<'_>, name: &str) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(no_links)
+}
+
+/// A regular file, opened to read; never a link, never waiting on a pipe.
+fn open_file(dir: BorrowedFd<'_>, name: &str) -> io::Result<std::fs::File> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file =
+        std::fs::File::from(rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(no_links)?);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("replaced while read"));
+    }
+    Ok(file)
 }
 
 /// Snapshots `rel` beneath `root`. Returns the path actually recorded: the
@@ -150,19 +312,10 @@ fn capture(
                     TURN_CAP >> 20
                 )));
             }
-            let fd = rustix::fs::openat(
-                dir,
-                name,
-                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(no_links)?;
-            let file = std::fs::File::from(fd);
-            if !file.metadata()?.is_file() {
-                return Err(io::Error::other("replaced while read"));
-            }
             let mut bytes = Vec::new();
-            file.take(FILE_CAP + 1).read_to_end(&mut bytes)?;
+            open_file(dir, name)?
+                .take(FILE_CAP + 1)
+                .read_to_end(&mut bytes)?;
             if bytes.len() as u64 > FILE_CAP || bytes.len() as u64 > blobs.room() {
                 return Err(io::Error::other("grew while read"));
             }
@@ -178,13 +331,7 @@ fn capture(
             })
         }
         FileType::Directory => {
-            let fd = rustix::fs::openat(
-                dir,
-                name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(no_links)?;
+            let fd = open_subdir(dir, name)?;
             let mut entries = Vec::new();
             for n in names(&fd)? {
                 let Ok(s) = String::from_utf8(n) else {
@@ -217,9 +364,10 @@ fn names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
     Ok(out)
 }
 
-/// Puts `rel` beneath `root` back as `before` was: what is there now is
-/// removed (a tree too), then the old contents are written. `load` gives
-/// the bytes of a blob.
+/// Puts `rel` beneath `root` back as `before` was. The old contents are
+/// made beside it first, then put in its place (what is there now is
+/// removed only then, a tree too): a failure leaves the path as it is.
+/// `load` gives the bytes of a blob.
 pub fn restore(
     root: BorrowedFd<'_>,
     rel: &str,
@@ -237,8 +385,80 @@ pub fn restore(
     let Some(dir) = open_dir(root, dirs, create)? else {
         return Ok(()); // absent before, and its folder is gone too
     };
-    remove(dir.as_fd(), OsStr::new(name))?;
-    put(dir.as_fd(), name, before, load)
+    if !create {
+        return remove(dir.as_fd(), OsStr::new(name));
+    }
+    let tmp = format!(
+        ".warden-undo.{:016x}",
+        getrandom::u64().map_err(io::Error::other)?
+    );
+    let placed = put(dir.as_fd(), &tmp, before, load).and_then(|()| {
+        match rustix::fs::renameat(&dir, tmp.as_str(), &dir, *name) {
+            // A directory is only replaced by an empty one, and only by a directory.
+            Err(rustix::io::Errno::ISDIR | rustix::io::Errno::NOTDIR)
+            | Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => {
+                remove(dir.as_fd(), OsStr::new(name))?;
+                Ok(rustix::fs::renameat(&dir, tmp.as_str(), &dir, *name)?)
+            }
+            r => Ok(r?),
+        }
+    });
+    if placed.is_err() {
+        let _ = remove(dir.as_fd(), OsStr::new(&tmp));
+    }
+    placed
+}
+
+/// What [`clear`] left in place.
+#[derive(Debug, Default)]
+pub struct Cleared {
+    /// Something the turn did not make is there: the directory stays.
+    pub foreign: bool,
+    /// Paths the turn made that changed since (`rel`/...): left as they are.
+    pub changed: Vec<String>,
+}
+
+/// Removes from directory `rel` beneath `root`, which the turn made, what
+/// the turn left there (`left`) and is still as it left it, then the
+/// directory itself if nothing else is in it.
+pub fn clear(root: BorrowedFd<'_>, rel: &str, left: &[(String, Print)]) -> io::Result<Cleared> {
+    let ps = parts(rel);
+    let mut out = Cleared::default();
+    let Some((name, dirs)) = ps.split_last() else {
+        return Err(io::Error::other("the root of a grant is not restored"));
+    };
+    if let Some(dir) = open_dir(root, dirs, false)? {
+        clear_in(dir.as_fd(), name, rel, left, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn clear_in(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    path: &str,
+    left: &[(String, Print)],
+    out: &mut Cleared,
+) -> io::Result<()> {
+    let fd = open_subdir(dir, name)?;
+    for n in names(&fd)? {
+        let n = String::from_utf8_lossy(&n).into_owned();
+        let Some((_, was)) = left.iter().find(|(k, _)| *k == n) else {
+            out.foreign = true;
+            continue;
+        };
+        match (was, print_at(fd.as_fd(), &n, &mut 0)?) {
+            (was, now) if *was == now => remove(fd.as_fd(), OsStr::new(&n))?,
+            (Print::Dir { entries, .. }, Print::Dir { .. }) => {
+                clear_in(fd.as_fd(), &n, &format!("{path}/{n}"), entries, out)?
+            }
+            _ => out.changed.push(format!("{path}/{n}")),
+        }
+    }
+    if names(&fd)?.is_empty() {
+        rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)?;
+    }
+    Ok(())
 }
 
 /// Removes `name` in `dir`, a directory with all it holds; links are
@@ -250,13 +470,8 @@ fn remove(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
         Err(e) => return Err(e.into()),
     };
     if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-        let fd = rustix::fs::openat(
-            dir,
-            name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(no_links)?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(no_links)?;
         for n in names(&fd)? {
             remove(fd.as_fd(), OsStr::from_bytes(&n))?;
         }
@@ -289,13 +504,7 @@ fn put(
         Before::Link { target } => Ok(rustix::fs::symlinkat(OsStr::from_bytes(target), dir, name)?),
         Before::Dir { mode, entries } => {
             rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o700))?;
-            let fd = rustix::fs::openat(
-                dir,
-                name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(no_links)?;
+            let fd = open_subdir(dir, name)?;
             for (n, b) in entries {
                 put(fd.as_fd(), n, b, load)?;
             }
@@ -366,6 +575,25 @@ mod tests {
         );
         assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "old\n");
         assert!(!p.join("new").exists());
+    }
+
+    #[test]
+    fn links_resolve_inside_the_root_only() {
+        let ws = tempfile::tempdir().unwrap();
+        let p = ws.path();
+        std::fs::create_dir(p.join("sub")).unwrap();
+        std::os::unix::fs::symlink("sub", p.join("dl")).unwrap();
+        std::os::unix::fs::symlink("../x", p.join("sub/up")).unwrap();
+        std::os::unix::fs::symlink("../..", p.join("sub/out")).unwrap();
+        std::os::unix::fs::symlink("/etc", p.join("abs")).unwrap();
+        let fd = root(p);
+        let r = |rel, follow| resolve(fd.as_fd(), rel, follow).map_err(|e| e.to_string());
+        assert_eq!(r("dl/f.txt", true), Ok("sub/f.txt".into()));
+        assert_eq!(r("dl/up", true), Ok("x".into()));
+        assert_eq!(r("dl/up", false), Ok("sub/up".into()));
+        assert_eq!(r("dl/new/deep.txt", true), Ok("sub/new/deep.txt".into()));
+        assert!(r("dl/out/etc", true).is_err());
+        assert!(r("abs/passwd", true).is_err());
     }
 
     #[test]
