@@ -436,7 +436,9 @@ fn a_session_open_in_another_process_is_refused_until_closed() {
     write_all(&mut session, &[start("a")]);
     let id = session.id().to_string();
     // A lock is per open file: a second open conflicts as another process's.
-    let err = store.open(&id).err().expect("refused while open");
+    let Err(err) = store.open(&id) else {
+        panic!("refused while open")
+    };
     assert!(
         err.to_string()
             .starts_with(&format!("session {id} is in use by another warden")),
