@@ -54,6 +54,24 @@ fn marker(tag: &str) -> String {
     )
 }
 
+/// `warden tools call shell ARGS` started with `file` open on its
+/// descriptor 7, as a shell redirection leaves it.
+fn shell_inheriting(sb: &Sandbox, file: &std::path::Path, args: &str) -> Run {
+    let warden = sb.warden();
+    let mut cmd = Command::new("sh");
+    cmd.env_clear()
+        .envs(warden.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(warden.get_current_dir().unwrap())
+        .env("FILE", file)
+        .args([
+            "-c",
+            "exec \"$0\" tools call shell \"$1\" 7<\"$FILE\"",
+            warden.get_program().to_str().unwrap(),
+            args,
+        ]);
+    run(&mut cmd)
+}
+
 /// The host still runs commands: a plain call works.
 fn host_still_works(sb: &Sandbox) {
     let r = shell(sb, "echo alive");
@@ -531,7 +549,6 @@ fn the_runs_init_gives_the_program_no_descriptor() {
     let sb = shell_sandbox("");
     let secret = sb.outside.join("secret.txt");
     std::fs::write(&secret, "inherited-secret").unwrap();
-    let warden = sb.warden();
     let probe = "/usr/bin/python3 -c '
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -548,18 +565,7 @@ for fd in range(3, 12):
 print(\"trace\", libc.ptrace(L(16), L(1), None, None), os.strerror(ctypes.get_errno()))
 '";
     let args = serde_json::json!({ "command": probe }).to_string();
-    let mut cmd = Command::new("sh");
-    cmd.env_clear()
-        .envs(warden.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .current_dir(warden.get_current_dir().unwrap())
-        .env("SECRET", &secret)
-        .args([
-            "-c",
-            "exec \"$0\" tools call shell \"$1\" 7<\"$SECRET\"",
-            warden.get_program().to_str().unwrap(),
-            &args,
-        ]);
-    let r = run(&mut cmd);
+    let r = shell_inheriting(&sb, &secret, &args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("inherited-secret"), "{}", r.stdout);
     assert!(
@@ -703,19 +709,11 @@ fn a_descriptor_warden_inherits_never_reaches_a_command() {
     let sb = shell_sandbox("");
     let secret = sb.outside.join("secret.txt");
     std::fs::write(&secret, "inherited-secret").unwrap();
-    let warden = sb.warden();
-    let mut cmd = Command::new("sh");
-    cmd.env_clear()
-        .envs(warden.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .current_dir(warden.get_current_dir().unwrap())
-        .env("SECRET", &secret)
-        .args([
-            "-c",
-            "exec \"$0\" tools call shell \"$1\" 7<\"$SECRET\"",
-            warden.get_program().to_str().unwrap(),
-            r#"{"command": "cat <&7; echo; yes | head -n 1"}"#,
-        ]);
-    let r = run(&mut cmd);
+    let r = shell_inheriting(
+        &sb,
+        &secret,
+        r#"{"command": "cat <&7; echo; yes | head -n 1"}"#,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("inherited-secret"), "{}", r.stdout);
     assert!(r.stdout.contains("Bad file descriptor"), "{}", r.stdout);

@@ -740,15 +740,7 @@ fn a_failed_restore_keeps_the_file_and_the_record_for_another_undo() {
 
     // The snapshot is back: the next undo restores what is left of the turn.
     std::fs::write(&blob, kept).unwrap();
-    let r = run(sb.warden().arg("undo"));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(": hello.txt\n"), "{}", r.stderr);
-    assert_eq!(
-        std::fs::read_to_string(ws.join("hello.txt")).unwrap(),
-        "hello\nworld\n"
-    );
-    let r = run(sb.warden().arg("undo"));
-    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+    undo_puts_hello_back_and_no_more(&sb);
 }
 
 #[test]
@@ -776,15 +768,7 @@ fn a_turn_whose_calls_changed_nothing_leaves_nothing_to_undo() {
     assert!(!r.stderr.contains("changed:"), "{}", r.stderr);
 
     // The one undo goes to the turn that wrote.
-    let r = run(sb.warden().arg("undo"));
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(": hello.txt\n"), "{}", r.stderr);
-    assert_eq!(
-        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
-        "hello\nworld\n"
-    );
-    let r = run(sb.warden().arg("undo"));
-    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+    undo_puts_hello_back_and_no_more(&sb);
 }
 
 #[test]
@@ -826,4 +810,18 @@ fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("removed 2 session(s)"), "{}", r.stderr);
     assert!(session_files(&sb).is_empty());
+}
+
+/// `warden undo` puts `hello.txt` back as the sandbox made it, and the
+/// next one has nothing left to undo.
+fn undo_puts_hello_back_and_no_more(sb: &Sandbox) {
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(": hello.txt\n"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let r = run(sb.warden().arg("undo"));
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
 }
