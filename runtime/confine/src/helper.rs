@@ -736,14 +736,15 @@ fn open_grants(spec: &Spec) -> Result<Vec<Grant<'_>>, String> {
     let write = spec.write.iter().map(|p| (p, true));
     read.chain(write)
         .map(|(path, write)| {
+            let cannot =
+                |e: Errno| format!("setup cannot open the granted directory {}: {e}", path.display());
             let fd = nix::fcntl::open(
                 path.as_path(),
                 OFlag::O_PATH | OFlag::O_CLOEXEC,
                 nix::sys::stat::Mode::empty(),
             )
-            .map_err(|e| format!("setup cannot open the granted directory {}: {e}", path.display()))?;
-            let st = nix::sys::stat::fstat(&fd)
-                .map_err(|e| format!("setup cannot open the granted directory {}: {e}", path.display()))?;
+            .map_err(cannot)?;
+            let st = nix::sys::stat::fstat(&fd).map_err(cannot)?;
             let moved = spec.pinned.iter().any(|(p, dev, ino)| {
                 p == path && (*dev, *ino) != (st.st_dev, st.st_ino)
             });

@@ -67,7 +67,7 @@ pub(crate) fn prepare(
         .env()
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
         .collect();
-    let exec = Arc::new(ExecPlan::new(grants, workspace, &granted_env));
+    let exec = Arc::new(ExecPlan::new(grants, &dirs, workspace, &granted_env));
     let mut env = granted_env;
     for (key, value) in grants.settings() {
         env.push((

@@ -9,7 +9,6 @@
 //! the call's memory and output limits. The program must be one the tool
 //! was granted; nothing is filtered by looking at its arguments.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use warden_policy::Grants;
 use wasmtime::component::{HasData, Linker};
 
 use crate::clock::CallClock;
+use crate::granted::GrantedDirs;
 use crate::wasi::CallState;
 use crate::watchdog::Slot;
 
@@ -57,22 +57,27 @@ pub(crate) struct ExecPlan {
 }
 
 impl ExecPlan {
-    /// The plan of a tool with `grants`; `env` are the granted variables
-    /// with their values.
-    pub(crate) fn new(grants: &Grants, workspace: &Path, env: &[(String, String)]) -> ExecPlan {
+    /// The plan of a tool with `grants`, whose directories are `opened`;
+    /// `env` are the granted variables with their values.
+    pub(crate) fn new(
+        grants: &Grants,
+        opened: &GrantedDirs,
+        workspace: &Path,
+        env: &[(String, String)],
+    ) -> ExecPlan {
         let programs: Vec<(String, Result<PathBuf, String>)> = grants
             .programs()
             .map(|p| (p.to_string(), resolve(p)))
             .collect();
         let mut read = Vec::new();
         let mut write = Vec::new();
-        // Pinned now, when the tool's directories are opened: a run is
+        // Pinned to the directories the tool's handles hold: a run is
         // refused if a path leads elsewhere later.
         let pinned = grants
             .dirs()
             .filter_map(|(dir, _)| {
-                let m = std::fs::metadata(dir).ok()?;
-                Some((dir.to_path_buf(), m.dev(), m.ino()))
+                let st = rustix::fs::fstat(opened.fd(dir)?).ok()?;
+                Some((dir.to_path_buf(), st.st_dev, st.st_ino))
             })
             .collect();
         for (dir, w) in grants.dirs() {
