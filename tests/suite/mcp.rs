@@ -505,6 +505,63 @@ fn an_mcp_server_that_fails_says_why_and_is_started_again_at_most_three_times() 
     );
 }
 
+/// A server started again mid-session gets the directories it was
+/// granted when the session began: a write grant the model swapped for a
+/// link to the workspace (through the file tools) is refused, not
+/// followed.
+#[test]
+fn a_server_started_again_is_refused_a_write_grant_swapped_for_a_link() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let (sb, script) = with_demo_server(&[]);
+    let argv = format!(
+        "[{:?}, {:?}]",
+        system_python(),
+        script.display().to_string()
+    );
+    std::fs::create_dir(sb.ws.join("out")).unwrap();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = {argv}\nread = [\"server\"]\nwrite = [\"out\"]\n"
+    ));
+    sb.trust();
+    // `out/dot` leads to `out`; moved to `out`'s place, it leads to the
+    // workspace itself.
+    std::os::unix::fs::symlink(".", sb.ws.join("out/dot")).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let escaped = sb.ws.join("escaped.txt");
+    let probe = json!({"write": sb.ws.join("out/escaped.txt"), "port": port}).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[("m1", "move", r#"{"from":"out","to":"old"}"#)]),
+        calls(&[("m2", "move", r#"{"from":"old/dot","to":"out"}"#)]),
+        calls(&[("c", "demo__crash", "{}")]),
+        calls(&[("p", "demo__probe", &probe)]),
+        answer("done"),
+    ]);
+    let out = warden_tests::warden_run(&sb, &mock, "k", &["swap the grant"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 5, "{}", out.stderr);
+    // The swap itself happened, and the server had died.
+    let link = std::fs::symlink_metadata(sb.ws.join("out")).unwrap();
+    assert!(link.file_type().is_symlink());
+    let crashed = warden_tests::tool_contents(&requests[3].body)
+        .pop()
+        .unwrap();
+    assert!(crashed.contains("failed the call"), "{crashed}");
+    assert!(
+        !escaped.exists(),
+        "the restarted server wrote into the workspace"
+    );
+    let refused = warden_tests::tool_contents(&requests[4].body)
+        .pop()
+        .unwrap();
+    assert!(
+        refused.contains("starting it again failed")
+            && refused.contains("is no longer the one warden opened"),
+        "{refused}"
+    );
+}
+
 /// Ctrl-C while a dead server is being started again (and hangs) stops the
 /// wait at once: warden does not sit out the 20 s start limit.
 #[test]

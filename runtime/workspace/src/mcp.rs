@@ -56,6 +56,32 @@ pub struct McpServer {
     pub launch: McpLaunch,
     /// What the process may reach, pinned to what was trusted.
     pub grants: Grants,
+    /// Device and inode of each granted directory when the session began:
+    /// a process started later (again, after it exited) is refused a path
+    /// that leads elsewhere by then.
+    pub pinned: Vec<(PathBuf, u64, u64)>,
+}
+
+impl McpServer {
+    /// The server `name` with `grants`, its directories pinned as they
+    /// are now.
+    pub fn new(name: &str, launch: McpLaunch, grants: Grants) -> McpServer {
+        use std::os::unix::fs::MetadataExt;
+        // Followed as the confinement follows them when it opens them.
+        let pinned = grants
+            .dirs()
+            .filter_map(|(dir, _)| {
+                let m = std::fs::metadata(dir).ok()?;
+                Some((dir.to_path_buf(), m.dev(), m.ino()))
+            })
+            .collect();
+        McpServer {
+            name: name.to_string(),
+            launch,
+            grants,
+            pinned,
+        }
+    }
 }
 
 /// One tool of a started server, as offered to the model.
@@ -837,6 +863,7 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
     spec.env = env;
     spec.read = read;
     spec.write = write;
+    spec.pinned = server.pinned.clone();
     Ok(spec)
 }
 

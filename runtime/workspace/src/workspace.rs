@@ -343,11 +343,8 @@ impl Workspace {
                 ));
                 continue;
             }
-            servers.push(McpServer {
-                name: name.to_string(),
-                launch: section.launch.clone(),
-                grants: pin(&key, grants, &pins, &mut warnings),
-            });
+            let grants = pin(&key, grants, &pins, &mut warnings);
+            servers.push(McpServer::new(name, section.launch.clone(), grants));
         }
         (servers, warnings)
     }
