@@ -330,6 +330,24 @@ fn a_session_in_use_by_another_warden_is_refused() {
             r.stderr
         );
     }
+    // Nor is it removed under the run: named, nothing is removed; with
+    // `--all`, it is kept and said so.
+    let r = run(sb.warden().args(["sessions", "rm", &id]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is in use by another warden"),
+        "{}",
+        r.stderr
+    );
+    let r = run(sb.warden().args(["sessions", "rm", "--all"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("kept: session {id} is in use by another warden")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(session_files(&sb), files);
     thinking.open();
     let out = first.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));

@@ -175,21 +175,8 @@ impl SessionStore {
     /// torn last line is cut off first, so that the next record does not
     /// glue onto it and turn it into a corrupt middle line.
     pub fn open(&self, id: &str) -> Result<(Session, Vec<Record>), SessionError> {
-        let not_found = || SessionError::NotFound {
-            id: id.to_string(),
-            dir: self.dir.path().to_path_buf(),
-        };
-        // The id becomes a file name: refuse anything that could leave the
-        // directory.
-        if !valid_id(id) {
-            return Err(not_found());
-        }
         let path = self.path_of(id);
-        let mut file = match self.dir.open_append(file_name(id)) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
-            opened => opened?,
-        };
-        lock(&file, id)?;
+        let mut file = self.open_locked(id)?;
         let mut text = Vec::new();
         file.read_to_end(&mut text)?;
         let (records, valid) = read_records(&text, &path)?;
@@ -224,15 +211,37 @@ impl SessionStore {
         Ok(read_records(&text, &self.path_of(id))?.0)
     }
 
-    /// Deletes transcript `id`.
+    /// Deletes transcript `id`, unless another warden has it open.
     pub fn remove(&self, id: &str) -> Result<(), SessionError> {
-        if !valid_id(id) || self.dir.read(file_name(id))?.is_none() {
-            return Err(SessionError::NotFound {
-                id: id.to_string(),
-                dir: self.dir.path().to_path_buf(),
-            });
-        }
+        // Held while it is unlinked: no warden opens it in between.
+        let _held = self.open_locked(id)?;
         Ok(self.dir.remove(file_name(id))?)
+    }
+
+    /// Whether transcript `id` exists and no other warden has it open (so
+    /// that [`SessionStore::remove`] would delete it).
+    pub fn check_free(&self, id: &str) -> Result<(), SessionError> {
+        self.open_locked(id).map(drop)
+    }
+
+    /// Transcript `id` opened to append, locked (it exists, and no other
+    /// warden has it open).
+    fn open_locked(&self, id: &str) -> Result<File, SessionError> {
+        let not_found = || SessionError::NotFound {
+            id: id.to_string(),
+            dir: self.dir.path().to_path_buf(),
+        };
+        // The id becomes a file name: refuse anything that could leave the
+        // directory.
+        if !valid_id(id) {
+            return Err(not_found());
+        }
+        let file = match self.dir.open_append(file_name(id)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+            opened => opened?,
+        };
+        lock(&file, id)?;
+        Ok(file)
     }
 
     /// All transcripts, most recently updated first. Unreadable files and

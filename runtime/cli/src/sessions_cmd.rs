@@ -27,9 +27,9 @@ pub fn run(ws: &Workspace, json: bool, command: Option<SessionsCommand>) -> anyh
 
 fn not_found(e: SessionError) -> anyhow::Error {
     match e {
-        e @ (SessionError::NotFound { .. } | SessionError::Corrupt { .. }) => {
-            ConfigError(e.to_string()).into()
-        }
+        e @ (SessionError::NotFound { .. }
+        | SessionError::Corrupt { .. }
+        | SessionError::InUse { .. }) => ConfigError(e.to_string()).into(),
         e => e.into(),
     }
 }
@@ -79,13 +79,22 @@ fn list(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
 fn remove(ws: &Workspace, ids: Vec<String>, all: bool) -> anyhow::Result<u8> {
     let store = ws.sessions()?;
     let ids = if all {
-        store.list()?.into_iter().map(|s| s.id).collect()
+        // All but those another warden has open, which are kept.
+        let mut free = Vec::new();
+        for id in store.list()?.into_iter().map(|s| s.id) {
+            match store.check_free(&id) {
+                Err(e @ SessionError::InUse { .. }) => eprintln!("kept: {e}"),
+                _ => free.push(id),
+            }
+        }
+        free
     } else {
         ids
     };
-    // Every id is checked before anything is deleted: a typo removes nothing.
+    // Every id is checked before anything is deleted: a typo, or a session
+    // another warden has open, removes nothing.
     for id in &ids {
-        store.read(id).map_err(not_found)?;
+        store.check_free(id).map_err(not_found)?;
     }
     // Their undo snapshots go with them: copies of files they changed.
     let undo = ws.folders.undo(&ws.root)?;
