@@ -830,6 +830,51 @@ fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
     assert!(session_files(&sb).is_empty());
 }
 
+/// After `/undo` in chat, the model is told with the next message what
+/// was put back, so it does not go on from what its results showed.
+#[test]
+fn the_model_hears_of_an_undo_in_chat_with_the_next_message() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"changed in chat"}"#,
+        )]),
+        answer("Written."),
+        answer("Noted."),
+        answer("Fine."),
+    ]);
+    let input = "change hello\n/undo\n/undo\nwhat now?\nand then?\n";
+    let r = warden_chat(&sb, &mock, &["--yes"], input);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 4, "{}", r.stderr);
+    let last_user = |body: &Value| {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    let told = last_user(&bodies[2]);
+    assert!(
+        told.starts_with("what now?\n\n[warden: the user ran /undo.")
+            && told.contains(": hello.txt. Read them again"),
+        "{told}"
+    );
+    // Said once: the message after it is the user's alone.
+    assert_eq!(last_user(&bodies[3]), "and then?");
+}
+
 /// `warden undo` puts `hello.txt` back as the sandbox made it, and the
 /// next one has nothing left to undo.
 fn undo_puts_hello_back_and_no_more(sb: &Sandbox) {

@@ -316,12 +316,16 @@ fn report_changes(c: &TurnChanges) {
     }
 }
 
-/// `warden undo` and `/undo`: puts back what the last turn changed.
-pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result<u8> {
+/// `warden undo` and `/undo`: puts back what the last turn changed; the
+/// exit code, and the paths put back.
+pub fn undo(
+    ws: &Workspace,
+    tools: &warden_workspace::Toolset,
+) -> anyhow::Result<(u8, Vec<String>)> {
     let dir = ws.folders.undo(&ws.root)?;
     let Some(done) = warden_workspace::undo::undo_last(&dir, tools)? else {
         eprintln!("nothing to undo in this workspace");
-        return Ok(0);
+        return Ok((0, Vec::new()));
     };
     if !done.restored.is_empty() {
         eprintln!(
@@ -343,11 +347,21 @@ pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result
             inert(&record.display().to_string())
         );
     }
-    Ok(if done.problems.is_empty() {
+    let code = if done.problems.is_empty() {
         0
     } else {
         EXIT_FAILED
-    })
+    };
+    Ok((code, done.restored))
+}
+
+/// What the model is told with the next message after `/undo` put back
+/// `restored`: it must not work from what its earlier results showed.
+fn undo_note(restored: &[String]) -> String {
+    format!(
+        "[warden: the user ran /undo. These paths are back as they were before the last turn          that changed them, so that turn's changes to them are gone: {}. Read them again          before you rely on their contents.]",
+        restored.join(", ")
+    )
 }
 
 /// What a resumed chat picks up: turns so far and the last thing asked.
@@ -430,6 +444,8 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         eprintln!("{}", recap(&records));
     }
     let mut r = Renderer::new(false);
+    // Paths `/undo` put back since the last message.
+    let mut undone: Vec<String> = Vec::new();
     loop {
         let line = match rl.readline("› ") {
             Ok(l) => l,
@@ -467,8 +483,12 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 continue;
             }
             "/undo" => {
-                if let Err(e) = undo(ws, runner.toolset()) {
-                    eprintln!("error: {}", inert(&format!("{e:#}")));
+                match undo(ws, runner.toolset()) {
+                    Ok((_, restored)) if !restored.is_empty() => {
+                        undone.extend(restored);
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("error: {}", inert(&format!("{e:#}"))),
                 }
                 continue;
             }
@@ -499,6 +519,16 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             }
             _ => {}
         }
+        // The model learns what `/undo` put back with the next message.
+        let noted;
+        let text = if undone.is_empty() {
+            text
+        } else {
+            // After the user's words: the transcript's summaries show
+            // their first line.
+            noted = format!("{text}\n\n{}", undo_note(&std::mem::take(&mut undone)));
+            noted.as_str()
+        };
         let result = send(&rt, &mut agent, &approver, &mut r, text);
         let changes = journal.end_turn();
         match result {

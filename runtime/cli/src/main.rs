@@ -104,7 +104,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Sessions { json, command } => sessions_cmd::run(&ws, json, command),
         args::Command::Undo => {
             let tools = ws.toolset(Some(render::compiling()))?;
-            agent_cmd::undo(&ws, &tools)
+            agent_cmd::undo(&ws, &tools).map(|(code, _)| code)
         }
         args::Command::Trust { .. } | args::Command::Mcp { .. } => unreachable!("handled above"),
     }
