@@ -830,6 +830,56 @@ fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
     assert!(session_files(&sb).is_empty());
 }
 
+/// Under the text protocol, tool results go to the model as user
+/// messages; the transcript marks them, so they are not counted or shown
+/// as what the user said.
+#[test]
+fn text_protocol_results_are_not_taken_for_what_the_user_said() {
+    let sb = Sandbox::new();
+    sb.policy("[model]\nprotocol = \"text\"\n");
+    sb.trust();
+    let mock = MockLlm::start(vec![
+        answer(r#"[TOOL] read_file({"path": "hello.txt"}) [/TOOL]"#),
+        answer("It says hello."),
+    ]);
+    let r = warden_run(&sb, &mock, &["read hello"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The model did get the result as a user message.
+    let roles: Vec<Value> = bodies(&mock)[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].clone())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    let list = run(sb.warden().args(["sessions", "--json"]));
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(list[0]["turns"], 1, "{list}");
+    assert_eq!(list[0]["title"], "read hello", "{list}");
+    let id = list[0]["id"].as_str().unwrap();
+    let show = run(sb.warden().args(["sessions", "show", id]));
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert_eq!(
+        show.stdout.matches("── user ·").count(),
+        1,
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains("── tool results sent to the model ·"),
+        "{}",
+        show.stdout
+    );
+    let idle = MockLlm::start(vec![]);
+    let r = warden_chat(&sb, &idle, &["--continue"], "");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("last asked: «read hello»"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// After `/undo` in chat, the model is told with the next message what
 /// was put back, so it does not go on from what its results showed.
 #[test]

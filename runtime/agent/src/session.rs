@@ -43,7 +43,14 @@ pub enum Record {
         protocol: String,
     },
     /// One message of the conversation, as sent to or received from the model.
-    Message { ts: String, message: Message },
+    Message {
+        ts: String,
+        message: Message,
+        /// A user message that carries tool results (the text protocol
+        /// sends them so): not something the user said.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        results: bool,
+    },
     /// What a tool call returned, with its call id and how long it took.
     ToolResult {
         ts: String,
@@ -384,21 +391,52 @@ pub fn total_usage(records: &[Record]) -> Usage {
     total
 }
 
+/// What the user said in `records`, in order: their messages, not the
+/// tool results the text protocol sends as user messages.
+fn said(records: &[Record]) -> impl Iterator<Item = &str> {
+    records.iter().filter_map(|r| match r {
+        Record::Message {
+            message: Message::User { content },
+            results: false,
+            ..
+        } => Some(content.as_str()),
+        _ => None,
+    })
+}
+
+/// What the user asked in the conversation a resumed session continues
+/// (after the last `/clear` or compaction), in order.
+pub fn asked(records: &[Record]) -> Vec<&str> {
+    let last = records
+        .iter()
+        .rposition(|r| matches!(r, Record::Clear { .. } | Record::Compacted { .. }));
+    let Some(at) = last else {
+        return said(records).collect();
+    };
+    let mut asked: Vec<&str> = match &records[at] {
+        Record::Compacted { history, .. } => history
+            .iter()
+            .filter_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    asked.extend(said(&records[at + 1..]));
+    asked
+}
+
 fn summary(id: String, path: PathBuf, records: &[Record]) -> Summary {
     let ts = |r: Option<&Record>| r.map(|r| r.ts().to_string()).unwrap_or_default();
-    let title = messages_iter(records).find_map(|m| match m {
-        Message::User { content } => content.lines().map(str::trim).find(|l| !l.is_empty()),
-        _ => None,
-    });
+    let title = said(records).find_map(|c| c.lines().map(str::trim).find(|l| !l.is_empty()));
     Summary {
         id,
         started: ts(records.first()),
         updated: ts(records.last()),
         title: title.map(title_of).unwrap_or_default(),
         messages: messages_iter(records).count(),
-        turns: messages_iter(records)
-            .filter(|m| matches!(m, Message::User { .. }))
-            .count(),
+        turns: said(records).count(),
         usage: total_usage(records),
         path,
     }

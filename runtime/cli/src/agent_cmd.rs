@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use warden_agent::session::{self, Record};
 use warden_agent::settings::{self, Overrides, Protocol};
-use warden_agent::{Agent, AgentError, Message, Usage};
+use warden_agent::{Agent, AgentError, Usage};
 
 use warden_policy::{inert, inert_text};
 use warden_state::StateDir;
@@ -368,13 +368,7 @@ fn undo_note(restored: &[String]) -> String {
 fn recap(records: &[Record]) -> String {
     let summary = session::total_usage(records);
     let conversation = session::messages(records);
-    let asked: Vec<&str> = conversation
-        .iter()
-        .filter_map(|m| match m {
-            Message::User { content } => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
+    let asked = session::asked(records);
     let Some(last) = asked.last() else {
         return "resuming with an empty conversation (it was cleared or never started)".into();
     };

@@ -143,7 +143,17 @@ fn render(records: &[Record]) -> String {
                     inert(base_url)
                 );
             }
-            Record::Message { ts, message } => message_text(&mut s, ts, message),
+            Record::Message {
+                ts,
+                message: Message::User { content },
+                results: true,
+            } => {
+                // The tool result records before it say the same, with
+                // more; what could not be run is said only here.
+                let _ = writeln!(s, "── tool results sent to the model · {}", inert(ts));
+                s.push_str(&first_lines(content, SHOWN_LINES));
+            }
+            Record::Message { ts, message, .. } => message_text(&mut s, ts, message),
             Record::ToolResult {
                 ts,
                 name,
@@ -271,6 +281,7 @@ mod tests {
                 message: Message::User {
                     content: "fix \x1b[31mit\nplease".into(),
                 },
+                results: false,
             },
             Record::Message {
                 ts: "t2".into(),
@@ -278,6 +289,7 @@ mod tests {
                     content: None,
                     tool_calls: vec![ToolCall::new("c", "read_file", r#"{"path":"a"}"#)],
                 },
+                results: false,
             },
             Record::ToolResult {
                 ts: "t3".into(),

@@ -144,10 +144,17 @@ impl Agent {
     }
 
     fn push(&mut self, message: Message) -> Result<(), AgentError> {
+        self.push_as(message, false)
+    }
+
+    /// [`Agent::push`]; `results`: a user message that carries tool
+    /// results, so recorded.
+    fn push_as(&mut self, message: Message, results: bool) -> Result<(), AgentError> {
         if self.session.is_some() {
             self.record(Record::Message {
                 ts: now(),
                 message: message.clone(),
+                results,
             })?;
         }
         self.history.push(message);
@@ -175,6 +182,7 @@ impl Agent {
             self.record(Record::Message {
                 ts: now(),
                 message: system,
+                results: false,
             })?;
         }
         self.push(Message::User {
@@ -416,7 +424,7 @@ impl Agent {
             }
             body.push_str(&textproto::malformed_message(&malformed));
         }
-        self.push(Message::User { content: body })?;
+        self.push_as(Message::User { content: body }, true)?;
         if cancel.is_cancelled() {
             return Err(AgentError::Cancelled);
         }

@@ -17,6 +17,7 @@ fn user(ts: &str, content: &str) -> Record {
         message: Message::User {
             content: content.into(),
         },
+        results: false,
     }
 }
 
@@ -38,6 +39,7 @@ fn every_kind() -> Vec<Record> {
             message: Message::System {
                 content: "be brief".into(),
             },
+            results: false,
         },
         user("t2", "read the manifest"),
         Record::Message {
@@ -50,6 +52,7 @@ fn every_kind() -> Vec<Record> {
                     r#"{"path":"Cargo.toml"}"#,
                 )],
             },
+            results: false,
         },
         Record::ToolResult {
             ts: "t4".into(),
@@ -65,6 +68,7 @@ fn every_kind() -> Vec<Record> {
                 tool_call_id: "call_1".into(),
                 content: "ok".into(),
             },
+            results: false,
         },
         Record::Usage {
             ts: "t6".into(),
