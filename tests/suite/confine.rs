@@ -121,3 +121,39 @@ fn a_missing_grant_or_working_directory_is_a_setup_error_and_nothing_runs() {
     let e = warden_confine::run(&s).unwrap_err().to_string();
     assert!(e.contains("cannot enter the working directory"), "{e}");
 }
+
+/// The cgroups a run leaves behind when warden is killed during it are
+/// removed by the next run beside them; one whose helper still runs stays.
+#[test]
+fn a_run_removes_the_cgroups_left_by_helpers_that_are_gone() {
+    // warden (the helper) runs in the cgroup of this test process; as
+    // root, its runs get a `pids` cgroup beside it.
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(path) = own.lines().find_map(|l| {
+        let (_, rest) = l.split_once(':')?;
+        let (controllers, path) = rest.split_once(':')?;
+        controllers.split(',').any(|c| c == "pids").then_some(path)
+    }) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no cgroup v1 `pids` controller"
+        );
+        return eprintln!("skipped: no cgroup v1 `pids` controller");
+    };
+    let parent = std::path::Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/'));
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let stale = parent.join(format!("warden-confine-{}", gone.id()));
+    let live = parent.join(format!("warden-confine-{}", std::process::id()));
+    for dir in [&stale, &live] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    let sb = Sandbox::new();
+    let done = warden_confine::run(&spec(&sb, "true"));
+    let (stale_left, live_left) = (stale.exists(), live.exists());
+    let _ = std::fs::remove_dir(&stale);
+    let _ = std::fs::remove_dir(&live);
+    assert_eq!(done.unwrap().status, Status::Exited(0));
+    assert!(!stale_left, "the stale cgroup {} is left", stale.display());
+    assert!(live_left, "the cgroup of a live process was removed");
+}

@@ -345,14 +345,40 @@ pub(crate) fn remove_cgroups(helper: u32) -> bool {
 
 /// Creates the cgroup `dir`. One left behind by an earlier helper with
 /// the same pid (warden was killed during its run) is empty: it is
-/// removed first.
+/// removed first, and so are those left beside it by helpers that are gone.
 fn make_cgroup(dir: &Path) -> std::io::Result<()> {
+    if let Some(parent) = dir.parent() {
+        remove_stale_cgroups(parent);
+    }
     match std::fs::create_dir(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             std::fs::remove_dir(dir)?;
             std::fs::create_dir(dir)
         }
         other => other,
+    }
+}
+
+/// Removes the `warden-confine-<pid>` cgroups in `parent` whose helper
+/// no longer runs (warden was killed during their run). The kernel removes
+/// only an empty cgroup, so one whose processes still run stays.
+fn remove_stale_cgroups(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("warden-confine-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != own && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
 }
 
