@@ -830,6 +830,60 @@ fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
     assert!(session_files(&sb).is_empty());
 }
 
+/// A turn whose paths the user changed since blocks nothing: `warden undo
+/// --skip` drops its record, and the next undo goes to the turn before.
+#[test]
+fn undo_skip_drops_a_blocked_turn_and_the_next_undo_goes_further_back() {
+    let sb = Sandbox::new();
+    let first = MockLlm::start(vec![
+        calls(&[("a", "write_file", r#"{"path":"a.txt","content":"a"}"#)]),
+        answer("Wrote a."),
+    ]);
+    assert_eq!(warden_run(&sb, &first, &["write a"]).code, 0);
+    let second = MockLlm::start(vec![
+        calls(&[(
+            "h",
+            "write_file",
+            r#"{"path":"hello.txt","content":"by the model"}"#,
+        )]),
+        answer("Wrote hello."),
+    ]);
+    assert_eq!(warden_run(&sb, &second, &["write hello"]).code, 0);
+    std::fs::write(sb.ws.join("hello.txt"), "by the user").unwrap();
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`warden undo --skip` drops it"),
+        "{}",
+        r.stderr
+    );
+    // Tried again, the same path blocks it.
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(sb.ws.join("a.txt").exists());
+
+    let r = run(sb.warden().args(["undo", "--skip"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("dropped the undo record of the last turn of session")
+            && r.stderr.contains("(not restored: hello.txt)"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "by the user"
+    );
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(": a.txt\n"), "{}", r.stderr);
+    assert!(!sb.ws.join("a.txt").exists());
+    let r = run(sb.warden().args(["undo", "--skip"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+}
+
 /// Under the text protocol, tool results go to the model as user
 /// messages; the transcript marks them, so they are not counted or shown
 /// as what the user said.

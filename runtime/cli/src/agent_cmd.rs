@@ -340,11 +340,10 @@ pub fn undo(
     for p in &done.problems {
         eprintln!("not restored: {p}");
     }
-    if let Some(record) = &done.pending {
+    if done.pending.is_some() {
         eprintln!(
-            "what was not restored stays recorded: `warden undo` tries it again; to undo an \
-             earlier turn instead, remove {}",
-            inert(&record.display().to_string())
+            "what was not restored stays recorded: `warden undo` tries it again; \
+             `warden undo --skip` drops it, so that the next undo goes a turn further back"
         );
     }
     let code = if done.problems.is_empty() {
@@ -353,6 +352,25 @@ pub fn undo(
         EXIT_FAILED
     };
     Ok((code, done.restored))
+}
+
+/// `warden undo --skip`: drops the last turn's undo record.
+pub fn undo_skip(ws: &Workspace) -> anyhow::Result<u8> {
+    let dir = ws.folders.undo(&ws.root)?;
+    match warden_workspace::undo::skip_last(&dir)? {
+        None => eprintln!("nothing to undo in this workspace"),
+        Some((session, paths)) => eprintln!(
+            "dropped the undo record of the last turn of session {} ({}); `warden undo` now \
+             goes to the turn before it",
+            inert(&session),
+            if paths.is_empty() {
+                "no path was left in it".to_string()
+            } else {
+                format!("not restored: {}", paths.join(", "))
+            }
+        ),
+    }
+    Ok(0)
 }
 
 /// What the model is told with the next message after `/undo` put back

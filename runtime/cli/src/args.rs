@@ -51,7 +51,12 @@ pub enum Command {
         command: Option<SessionsCommand>,
     },
     /// Put back the files the last turn changed (run again to go further back).
-    Undo,
+    Undo {
+        /// Drop the last turn's undo record without restoring anything, so
+        /// that the next `warden undo` goes to the turn before it.
+        #[arg(long)]
+        skip: bool,
+    },
     /// Show what warden.toml and .warden/tools would grant, compared with
     /// what was last accepted, and accept it.
     Trust {

@@ -102,7 +102,8 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         } => agent_cmd::run(&ws, task, json, &model, &session),
         args::Command::Chat { session, model } => agent_cmd::chat(&ws, &model, &session),
         args::Command::Sessions { json, command } => sessions_cmd::run(&ws, json, command),
-        args::Command::Undo => {
+        args::Command::Undo { skip: true } => agent_cmd::undo_skip(&ws),
+        args::Command::Undo { skip: false } => {
             let tools = ws.toolset(Some(render::compiling()))?;
             agent_cmd::undo(&ws, &tools).map(|(code, _)| code)
         }

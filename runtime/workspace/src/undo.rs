@@ -390,7 +390,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     let bytes = dir.read(format!("{id}.json"))?.unwrap_or_default();
     let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         io::Error::other(format!(
-            "the undo record {} is damaged ({e}); remove it to undo an earlier turn",
+            "the undo record {} is damaged ({e}); `warden undo --skip` drops it",
             record.display()
         ))
     })?;
@@ -483,6 +483,31 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
 }
 
 const CHANGED: &str = "changed since the turn (left as it is)";
+
+/// The last recorded turn in `dir` is forgotten without restoring
+/// anything (its snapshots go with it), so that the next undo goes to the
+/// turn before. Its session and the paths it had recorded; `Ok(None)` when
+/// there is nothing to undo.
+pub fn skip_last(dir: &StateDir) -> io::Result<Option<(String, Vec<String>)>> {
+    let Some(id) = turns(dir)?.pop() else {
+        return Ok(None);
+    };
+    // A damaged record is dropped all the same: that is what skipping is for.
+    let manifest: Option<Manifest> = dir
+        .read(format!("{id}.json"))?
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    forget(dir, &id)?;
+    let session = id.split_once('-').map_or("", |(_, s)| s).to_string();
+    let shown = manifest
+        .map(|m| {
+            m.entries
+                .iter()
+                .map(|e| warden_policy::inert(&e.shown).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Some((session, shown)))
+}
 
 /// What to do with `e`: how it is now against what the turn left.
 fn plan<'t>(e: &'t Entry, tools: &'t Toolset) -> Plan<'t> {
