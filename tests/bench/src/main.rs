@@ -241,9 +241,22 @@ fn main() {
         } else {
             Vec::new()
         };
+        // `--spin US`: after the sleep, spin that long on the CPU (no
+        // memory touched) before the call: what waking the core costs
+        // apart from what its caches lost.
+        let spin = argv
+            .iter()
+            .position(|a| a == "--spin")
+            .map(|i| Duration::from_micros(argv[i + 1].parse().expect("--spin US")));
         for i in 0..calls {
             if let Some(d) = sleep {
                 std::thread::sleep(d);
+                if let Some(s) = spin {
+                    let t = Instant::now();
+                    while t.elapsed() < s {
+                        std::hint::spin_loop();
+                    }
+                }
             } else {
                 for b in sweep.iter_mut().step_by(64) {
                     *b = b.wrapping_add(i as u8);
