@@ -11,9 +11,9 @@ pub type InlineCall = (String, Map<String, Value>);
 /// The calls written in `content`, and the prose around them; `None` when
 /// there is none. Only a JSON object naming a known tool (`known`) and its
 /// arguments counts, so that an answer that merely contains JSON stays an
-/// answer. A fence counts only at the end of the text: one with prose
-/// after it is an example the model shows ("the call would be: … That is
-/// all."), not a call it makes.
+/// answer. Tags and fences count only at the end of the text: one with
+/// prose after it is an example the model shows ("the call would be: …
+/// That is all."), not a call it makes.
 pub fn inline_calls(
     content: &str,
     known: &dyn Fn(&str) -> bool,
@@ -27,8 +27,9 @@ pub fn inline_calls(
     (!calls.is_empty()).then(|| (prose.trim().to_string(), calls))
 }
 
-/// `<tool_call> {…} </tool_call>`, as often as written; a missing closing
-/// tag at the end is forgiven.
+/// `<tool_call> {…} </tool_call>`, as often as written, with nothing but
+/// more of them after the first; a missing closing tag at the end is
+/// forgiven.
 fn tagged(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<InlineCall>)> {
     const OPEN: &str = "<tool_call>";
     const CLOSE: &str = "</tool_call>";
@@ -48,10 +49,10 @@ fn tagged(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<In
         calls.extend(calls_in(body, known)?);
         pos = next;
     }
-    if calls.is_empty() {
+    // Prose after the calls makes them examples.
+    if calls.is_empty() || !content[pos..].trim().is_empty() {
         return None;
     }
-    prose.push_str(&content[pos..]);
     Some((prose, calls))
 }
 
@@ -189,18 +190,23 @@ mod tests {
     }
 
     #[test]
-    fn a_fence_with_prose_after_it_is_an_example_not_a_call() {
+    fn a_fence_or_tag_with_prose_after_it_is_an_example_not_a_call() {
         let call = r#"{"name": "write_file", "arguments": {"path": "a"}}"#;
         for text in [
             format!("To write a file, the model would emit:\n```json\n{call}\n```\nThat is all."),
             format!("```json\n{call}\n```\nThat is the call."),
             format!("The call is {call}"),
             format!("{call}\nThat is the call."),
+            format!("The model would write <tool_call>{call}</tool_call> and stop. That is all."),
+            format!("<tool_call>{call}</tool_call>\nThat is the call."),
         ] {
             assert!(inline_calls(&text, &known).is_none(), "{text}");
         }
         // Ending the reply, after prose, with a fence or two: calls.
         let text = format!("Writing it.\n```json\n{call}\n```\n\n```\n{call}\n```\n");
+        let (prose, calls) = inline_calls(&text, &known).unwrap();
+        assert_eq!((prose.as_str(), calls.len()), ("Writing it.", 2));
+        let text = format!("Writing it.\n<tool_call>{call}</tool_call>\n<tool_call>{call}");
         let (prose, calls) = inline_calls(&text, &known).unwrap();
         assert_eq!((prose.as_str(), calls.len()), ("Writing it.", 2));
     }
