@@ -541,6 +541,42 @@ for name, family in [(\"vsock\", 40), (\"bluetooth\", 31), (\"packet\", 17), (\"
     assert!(r.stdout.contains("inet made"), "{}", r.stdout);
 }
 
+/// Landlock does not check inotify or fanotify: a command could watch a
+/// folder outside its grants and learn the names of files made there.
+/// Neither is available to it; `tail -f` still follows a granted file
+/// (by polling).
+#[test]
+fn a_command_cannot_watch_a_folder_outside_its_grants() {
+    let sb = shell_sandbox("");
+    let outside = sb.outside.display().to_string();
+    let line = format!(
+        "/usr/bin/python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def show(name, r):
+    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else \"made\")
+fd = libc.inotify_init1(0)
+show(\"inotify_add_watch\", libc.inotify_add_watch(fd, b\"{outside}\", 0x100))
+show(\"fanotify_init\", libc.fanotify_init(0xc00, 0))
+'; echo line > out/log; (timeout 2 tail -f out/log > out/seen &); sleep 0.5; echo more >> out/log; sleep 2; cat out/seen"
+    );
+    let r = shell(&sb, &line);
+    for name in ["inotify_add_watch", "fanotify_init"] {
+        assert!(
+            r.stdout.contains(&format!("{name} -1 Permission denied")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+    // `tail -f` saw the line added while it ran.
+    assert!(
+        r.stdout
+            .contains("fanotify_init -1 Permission denied\nline\nmore\n"),
+        "{}",
+        r.stdout
+    );
+}
+
 /// The run's init holds its status pipe (and held what warden
 /// inherited): the program can neither take a descriptor from it
 /// (`pidfd_getfd`) nor trace it.

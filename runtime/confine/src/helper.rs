@@ -548,7 +548,10 @@ fn close_from_3(flags: u32) {
 /// - no io_uring (which would go around the filter);
 /// - no kernel keyrings (the session keyring is the host's), and none of
 ///   `bpf`, `perf_event_open`, `userfaultfd`: kernel surface no command
-///   needs.
+///   needs;
+/// - no inotify watches and no fanotify: Landlock does not check them, and
+///   a watch on a folder outside the grants would report the names of
+///   files made there (`tail -f` and the like fall back to polling).
 ///
 /// A call of another ABI (i386 through `int 0x80`) kills the process: its
 /// numbers are not these.
@@ -591,6 +594,8 @@ fn seccomp() -> Result<(), String> {
             (libc::SYS_bpf, vec![]),
             (libc::SYS_perf_event_open, vec![]),
             (libc::SYS_userfaultfd, vec![]),
+            (libc::SYS_inotify_add_watch, vec![]),
+            (libc::SYS_fanotify_init, vec![]),
         ];
         // On x86_64 the same calls can be made through the x32 ABI, with
         // its bit set in the number and the same audit arch: where the
