@@ -789,17 +789,25 @@ fn a_turn_whose_calls_changed_nothing_leaves_nothing_to_undo() {
     undo_puts_hello_back_and_no_more(&sb);
 }
 
-#[test]
-fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
-    let sb = Sandbox::new();
-    let mock = MockLlm::start(vec![
+/// A model whose first turn writes `hello.txt` ("changed in chat") and
+/// answers "Written.", then answers each of `then` in turn.
+fn mock_writing_hello(then: &[&str]) -> MockLlm {
+    let mut replies = vec![
         calls(&[(
             "w",
             "write_file",
             r#"{"path":"hello.txt","content":"changed in chat"}"#,
         )]),
         answer("Written."),
-    ]);
+    ];
+    replies.extend(then.iter().map(|a| answer(a)));
+    MockLlm::start(replies)
+}
+
+#[test]
+fn undo_in_chat_puts_back_the_last_turn_and_rm_all_clears_sessions() {
+    let sb = Sandbox::new();
+    let mock = mock_writing_hello(&[]);
     let r = warden_chat(&sb, &mock, &["--yes"], "change hello\n/undo\n/undo\n");
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -939,16 +947,7 @@ fn text_protocol_results_are_not_taken_for_what_the_user_said() {
 #[test]
 fn the_model_hears_of_an_undo_in_chat_with_the_next_message() {
     let sb = Sandbox::new();
-    let mock = MockLlm::start(vec![
-        calls(&[(
-            "w",
-            "write_file",
-            r#"{"path":"hello.txt","content":"changed in chat"}"#,
-        )]),
-        answer("Written."),
-        answer("Noted."),
-        answer("Fine."),
-    ]);
+    let mock = mock_writing_hello(&["Noted.", "Fine."]);
     let input = "change hello\n/undo\n/undo\nwhat now?\nand then?\n";
     let r = warden_chat(&sb, &mock, &["--yes"], input);
     assert_eq!(r.code, 0, "{}", r.stderr);
