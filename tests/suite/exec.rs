@@ -556,12 +556,13 @@ libc = ctypes.CDLL(None, use_errno=True)
 def show(name, r):
     print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else \"made\")
 fd = libc.inotify_init1(0)
+show(\"inotify_init1\", fd)
 show(\"inotify_add_watch\", libc.inotify_add_watch(fd, b\"{outside}\", 0x100))
 show(\"fanotify_init\", libc.fanotify_init(0xc00, 0))
 '; echo line > out/log; (timeout 2 tail -f out/log > out/seen &); sleep 0.5; echo more >> out/log; sleep 2; cat out/seen"
     );
     let r = shell(&sb, &line);
-    for name in ["inotify_add_watch", "fanotify_init"] {
+    for name in ["inotify_init1", "inotify_add_watch", "fanotify_init"] {
         assert!(
             r.stdout.contains(&format!("{name} -1 Permission denied")),
             "{name}: {}",

@@ -335,7 +335,9 @@ fn a_session_in_use_by_another_warden_is_refused() {
     let r = run(sb.warden().args(["sessions", "rm", &id]));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("is in use by another warden"),
+        r.stderr.contains(&format!(
+            "session {id} is open in another warden, so nothing was removed"
+        )),
         "{}",
         r.stderr
     );
@@ -343,7 +345,7 @@ fn a_session_in_use_by_another_warden_is_refused() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr
-            .contains(&format!("kept: session {id} is in use by another warden")),
+            .contains(&format!("kept session {id}: another warden has it open")),
         "{}",
         r.stderr
     );
@@ -971,7 +973,8 @@ fn the_model_hears_of_an_undo_in_chat_with_the_next_message() {
     let told = last_user(&bodies[2]);
     assert!(
         told.starts_with("what now?\n\n[warden: the user ran /undo.")
-            && told.contains(": hello.txt. Read them again"),
+            && told.contains("before the last turn that changed them, so that turn's")
+            && told.contains(": hello.txt. Read them again before you rely"),
         "{told}"
     );
     // Said once: the message after it is the user's alone.

@@ -168,6 +168,9 @@ impl SessionStore {
             match self.dir.create_new(file_name(&id)) {
                 Ok(file) => {
                     lock(&file, &id).map_err(io::Error::other)?;
+                    if !linked(&file)? {
+                        continue; // removed before it was locked
+                    }
                     let path = self.path_of(&id);
                     return Ok(Session { id, path, file });
                 }
@@ -183,7 +186,7 @@ impl SessionStore {
     /// glue onto it and turn it into a corrupt middle line.
     pub fn open(&self, id: &str) -> Result<(Session, Vec<Record>), SessionError> {
         let path = self.path_of(id);
-        let mut file = self.open_locked(id)?;
+        let mut file = self.open_locked(id, true)?;
         let mut text = Vec::new();
         file.read_to_end(&mut text)?;
         let (records, valid) = read_records(&text, &path)?;
@@ -218,22 +221,24 @@ impl SessionStore {
         Ok(read_records(&text, &self.path_of(id))?.0)
     }
 
-    /// Deletes transcript `id`, unless another warden has it open.
-    pub fn remove(&self, id: &str) -> Result<(), SessionError> {
-        // Held while it is unlinked: no warden opens it in between.
-        let _held = self.open_locked(id)?;
-        Ok(self.dir.remove(file_name(id))?)
+    /// Holds transcript `id` (it exists, and no other warden has it open)
+    /// so that no warden opens it until the hold is dropped or removed.
+    pub fn hold(&self, id: &str) -> Result<Held, SessionError> {
+        Ok(Held {
+            id: id.to_string(),
+            _file: self.open_locked(id, false)?,
+        })
     }
 
-    /// Whether transcript `id` exists and no other warden has it open (so
-    /// that [`SessionStore::remove`] would delete it).
-    pub fn check_free(&self, id: &str) -> Result<(), SessionError> {
-        self.open_locked(id).map(drop)
+    /// Deletes a held transcript. A warden that opened it meanwhile finds
+    /// it gone once it has the lock, and does not write to it.
+    pub fn remove(&self, held: Held) -> Result<(), SessionError> {
+        Ok(self.dir.remove(file_name(&held.id))?)
     }
 
-    /// Transcript `id` opened to append, locked (it exists, and no other
-    /// warden has it open).
-    fn open_locked(&self, id: &str) -> Result<File, SessionError> {
+    /// Transcript `id` opened (to append when `append`), locked: it
+    /// exists, and no other warden has it open.
+    fn open_locked(&self, id: &str, append: bool) -> Result<File, SessionError> {
         let not_found = || SessionError::NotFound {
             id: id.to_string(),
             dir: self.dir.path().to_path_buf(),
@@ -243,11 +248,20 @@ impl SessionStore {
         if !valid_id(id) {
             return Err(not_found());
         }
-        let file = match self.dir.open_append(file_name(id)) {
+        let opened = if append {
+            self.dir.open_append(file_name(id))
+        } else {
+            self.dir.open_read(file_name(id))
+        };
+        let file = match opened {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
             opened => opened?,
         };
         lock(&file, id)?;
+        // Removed by `sessions rm` between the open and the lock.
+        if !linked(&file)? {
+            return Err(not_found());
+        }
         Ok(file)
     }
 
@@ -294,6 +308,27 @@ fn lock(file: &File, id: &str) -> Result<(), SessionError> {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => Err(SessionError::InUse { id: id.to_string() }),
         Err(TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Whether `file` still has a name (it was not removed since it was
+/// opened).
+fn linked(file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.nlink() > 0)
+}
+
+/// A transcript locked for removal ([`SessionStore::hold`]).
+#[derive(Debug)]
+pub struct Held {
+    id: String,
+    _file: File,
+}
+
+impl Held {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 }
 
@@ -405,26 +440,14 @@ fn said(records: &[Record]) -> impl Iterator<Item = &str> {
 }
 
 /// What the user asked in the conversation a resumed session continues
-/// (after the last `/clear` or compaction), in order.
+/// (since the last `/clear`; a compaction changes what the model is sent,
+/// not what was asked), in order.
 pub fn asked(records: &[Record]) -> Vec<&str> {
-    let last = records
+    let from = records
         .iter()
-        .rposition(|r| matches!(r, Record::Clear { .. } | Record::Compacted { .. }));
-    let Some(at) = last else {
-        return said(records).collect();
-    };
-    let mut asked: Vec<&str> = match &records[at] {
-        Record::Compacted { history, .. } => history
-            .iter()
-            .filter_map(|m| match m {
-                Message::User { content } => Some(content.as_str()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    asked.extend(said(&records[at + 1..]));
-    asked
+        .rposition(|r| matches!(r, Record::Clear { .. }))
+        .map_or(0, |at| at + 1);
+    said(&records[from..]).collect()
 }
 
 fn summary(id: String, path: PathBuf, records: &[Record]) -> Summary {

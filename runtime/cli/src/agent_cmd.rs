@@ -363,10 +363,10 @@ pub fn undo_skip(ws: &Workspace) -> anyhow::Result<u8> {
             "dropped the undo record of the last turn of session {} ({}); `warden undo` now \
              goes to the turn before it",
             inert(&session),
-            if paths.is_empty() {
-                "no path was left in it".to_string()
-            } else {
-                format!("not restored: {}", paths.join(", "))
+            match paths {
+                None => "it was damaged: which paths it held is not known".to_string(),
+                Some(p) if p.is_empty() => "no path was left in it".to_string(),
+                Some(p) => format!("not restored: {}", p.join(", ")),
             }
         ),
     }
@@ -377,7 +377,9 @@ pub fn undo_skip(ws: &Workspace) -> anyhow::Result<u8> {
 /// `restored`: it must not work from what its earlier results showed.
 fn undo_note(restored: &[String]) -> String {
     format!(
-        "[warden: the user ran /undo. These paths are back as they were before the last turn          that changed them, so that turn's changes to them are gone: {}. Read them again          before you rely on their contents.]",
+        "[warden: the user ran /undo. These paths are back as they were before the last turn \
+         that changed them, so that turn's changes to them are gone: {}. Read them again \
+         before you rely on their contents.]",
         restored.join(", ")
     )
 }
@@ -474,7 +476,11 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             "/exit" | "/quit" => break,
             "/clear" => {
                 match agent.clear() {
-                    Ok(()) => eprintln!("conversation cleared (the transcript keeps it)"),
+                    Ok(()) => {
+                        // A model that forgot everything needs no news of it.
+                        undone.clear();
+                        eprintln!("conversation cleared (the transcript keeps it)");
+                    }
                     Err(e) => eprintln!("error: {}", inert(&e.to_string())),
                 }
                 continue;

@@ -78,38 +78,50 @@ fn list(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
 
 fn remove(ws: &Workspace, ids: Vec<String>, all: bool) -> anyhow::Result<u8> {
     let store = ws.sessions()?;
-    let ids = if all {
-        // All but those another warden has open, which are kept.
-        let mut free = Vec::new();
+    // Each is held (locked) from the check to its removal: no warden opens
+    // it in between, and a typo, or a session another warden has open,
+    // removes nothing.
+    let mut held = Vec::new();
+    if all {
+        // All but those that cannot be held, which are kept and said so.
         for id in store.list()?.into_iter().map(|s| s.id) {
-            match store.check_free(&id) {
-                Err(e @ SessionError::InUse { .. }) => eprintln!("kept: {e}"),
-                _ => free.push(id),
+            match store.hold(&id) {
+                Ok(h) => held.push(h),
+                Err(SessionError::InUse { .. }) => {
+                    eprintln!("kept session {}: another warden has it open", inert(&id))
+                }
+                Err(e) => eprintln!("kept session {}: {}", inert(&id), inert(&e.to_string())),
             }
         }
-        free
     } else {
-        ids
-    };
-    // Every id is checked before anything is deleted: a typo, or a session
-    // another warden has open, removes nothing.
-    for id in &ids {
-        store.check_free(id).map_err(not_found)?;
+        for id in &ids {
+            match store.hold(id) {
+                Ok(h) => held.push(h),
+                Err(SessionError::InUse { .. }) => {
+                    return Err(ConfigError(format!(
+                        "session {} is open in another warden, so nothing was removed; quit \
+                         that warden first",
+                        inert(id)
+                    ))
+                    .into());
+                }
+                Err(e) => return Err(not_found(e)),
+            }
+        }
     }
     // Their undo snapshots go with them: copies of files they changed.
     let undo = ws.folders.undo(&ws.root)?;
-    let mut turns = 0;
-    for id in &ids {
-        store.remove(id).map_err(not_found)?;
-        turns += warden_workspace::undo::forget_session(&undo, id)
+    let (mut removed, mut turns) = (0, 0);
+    for h in held {
+        let id = h.id().to_string();
+        store.remove(h).map_err(not_found)?;
+        removed += 1;
+        turns += warden_workspace::undo::forget_session(&undo, &id)
             .with_context(|| format!("cannot remove the undo snapshots of session {id}"))?;
     }
     match turns {
-        0 => eprintln!("removed {} session(s)", ids.len()),
-        n => eprintln!(
-            "removed {} session(s) and the undo snapshots of their {n} turn(s)",
-            ids.len()
-        ),
+        0 => eprintln!("removed {removed} session(s)"),
+        n => eprintln!("removed {removed} session(s) and the undo snapshots of their {n} turn(s)"),
     }
     Ok(0)
 }

@@ -549,9 +549,10 @@ fn close_from_3(flags: u32) {
 /// - no kernel keyrings (the session keyring is the host's), and none of
 ///   `bpf`, `perf_event_open`, `userfaultfd`: kernel surface no command
 ///   needs;
-/// - no inotify watches and no fanotify: Landlock does not check them, and
-///   a watch on a folder outside the grants would report the names of
-///   files made there (`tail -f` and the like fall back to polling).
+/// - no inotify and no fanotify: Landlock does not check their watches,
+///   and one on a folder outside the grants would report the names of
+///   files made there (`tail -f` and the like see inotify missing up front
+///   and poll).
 ///
 /// A call of another ABI (i386 through `int 0x80`) kills the process: its
 /// numbers are not these.
@@ -594,6 +595,9 @@ fn seccomp() -> Result<(), String> {
             (libc::SYS_bpf, vec![]),
             (libc::SYS_perf_event_open, vec![]),
             (libc::SYS_userfaultfd, vec![]),
+            (libc::SYS_inotify_init1, vec![]),
+            #[cfg(target_arch = "x86_64")]
+            (libc::SYS_inotify_init, vec![]),
             (libc::SYS_inotify_add_watch, vec![]),
             (libc::SYS_fanotify_init, vec![]),
         ];

@@ -148,6 +148,12 @@ impl StateDir {
         )
     }
 
+    /// Opens the existing file `name` for reading only.
+    pub fn open_read(&self, name: impl AsRef<OsStr>) -> io::Result<File> {
+        let name = plain(name.as_ref())?;
+        self.open_file(name, OFlags::RDONLY, Mode::empty())
+    }
+
     /// Opens the existing file `name` for reading and appending.
     pub fn open_append(&self, name: impl AsRef<OsStr>) -> io::Result<File> {
         let name = plain(name.as_ref())?;

@@ -67,12 +67,14 @@ impl McpServer {
     /// are now.
     pub fn new(name: &str, launch: McpLaunch, grants: Grants) -> McpServer {
         use std::os::unix::fs::MetadataExt;
-        // Followed as the confinement follows them when it opens them.
+        // Followed as the confinement follows them when it opens them. One
+        // that is not there now is pinned to inode 0, which no directory
+        // has: a later start is refused it, whatever is put there.
         let pinned = grants
             .dirs()
-            .filter_map(|(dir, _)| {
-                let m = std::fs::metadata(dir).ok()?;
-                Some((dir.to_path_buf(), m.dev(), m.ino()))
+            .map(|(dir, _)| {
+                let (dev, ino) = std::fs::metadata(dir).map_or((0, 0), |m| (m.dev(), m.ino()));
+                (dir.to_path_buf(), dev, ino)
             })
             .collect();
         McpServer {

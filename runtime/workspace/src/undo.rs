@@ -486,9 +486,9 @@ const CHANGED: &str = "changed since the turn (left as it is)";
 
 /// The last recorded turn in `dir` is forgotten without restoring
 /// anything (its snapshots go with it), so that the next undo goes to the
-/// turn before. Its session and the paths it had recorded; `Ok(None)` when
-/// there is nothing to undo.
-pub fn skip_last(dir: &StateDir) -> io::Result<Option<(String, Vec<String>)>> {
+/// turn before. Its session and the paths it had recorded (`None`: its
+/// record was damaged); `Ok(None)` when there is nothing to undo.
+pub fn skip_last(dir: &StateDir) -> io::Result<Option<(String, Option<Vec<String>>)>> {
     let Some(id) = turns(dir)?.pop() else {
         return Ok(None);
     };
@@ -498,14 +498,12 @@ pub fn skip_last(dir: &StateDir) -> io::Result<Option<(String, Vec<String>)>> {
         .and_then(|b| serde_json::from_slice(&b).ok());
     forget(dir, &id)?;
     let session = id.split_once('-').map_or("", |(_, s)| s).to_string();
-    let shown = manifest
-        .map(|m| {
-            m.entries
-                .iter()
-                .map(|e| warden_policy::inert(&e.shown).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let shown = manifest.map(|m| {
+        m.entries
+            .iter()
+            .map(|e| warden_policy::inert(&e.shown).into_owned())
+            .collect()
+    });
     Ok(Some((session, shown)))
 }
 

@@ -349,9 +349,9 @@ impl Agent {
     }
 
     /// Under `protocol = "auto"`, a reply whose text is a tool call (bare
-    /// JSON, fences ending it, `<tool_call>` tags) becomes that call: small
-    /// models write them so when the server's parser misses their format.
-    /// A fence with prose after it is an example, not a call.
+    /// JSON, fences or `<tool_call>` tags ending it) becomes that call:
+    /// small models write them so when the server's parser misses their
+    /// format. A fence or tag with prose after it is an example, not a call.
     fn take_inline_calls(&mut self, c: &mut Completion) {
         let known = |name: &str| self.specs.iter().any(|t| t.def.name == name);
         let Some((prose, found)) = textproto::inline_calls(&c.content, &known) else {

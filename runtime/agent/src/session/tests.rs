@@ -185,6 +185,37 @@ fn a_resumed_session_continues_from_the_last_compacted_history() {
 }
 
 #[test]
+fn what_was_asked_skips_tool_results_and_compaction_summaries() {
+    let results = |ts: &str, content: &str| Record::Message {
+        ts: ts.into(),
+        message: Message::User {
+            content: content.into(),
+        },
+        results: true,
+    };
+    let mut records = vec![
+        start("t0"),
+        user("t1", "first"),
+        results("t2", "[RESULT read_file]\nx\n[/RESULT]"),
+        Record::Compacted {
+            ts: "t3".into(),
+            before_tokens: 900,
+            after_tokens: 100,
+            history: vec![Message::User {
+                content: "[summary]\n\n[RESULT read_file]\nx\n[/RESULT]".into(),
+            }],
+        },
+        user("t4", "second"),
+        results("t5", "[RESULT list_files]\n[/RESULT]"),
+    ];
+    assert_eq!(asked(&records), ["first", "second"]);
+    records.push(Record::Clear { ts: "t6".into() });
+    assert!(asked(&records).is_empty());
+    records.push(user("t7", "third"));
+    assert_eq!(asked(&records), ["third"]);
+}
+
+#[test]
 fn summaries_count_turns_and_sum_usage_and_latest_is_the_newest() {
     let (_tmp, store) = store();
     assert_eq!(store.latest().unwrap(), None);

@@ -27,9 +27,8 @@ pub fn inline_calls(
     (!calls.is_empty()).then(|| (prose.trim().to_string(), calls))
 }
 
-/// `<tool_call> {…} </tool_call>`, as often as written, with nothing but
-/// more of them after the first; a missing closing tag at the end is
-/// forgiven.
+/// `<tool_call> {…} </tool_call>`, as often as written, the last ending
+/// the text; a missing closing tag at the end is forgiven.
 fn tagged(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<InlineCall>)> {
     const OPEN: &str = "<tool_call>";
     const CLOSE: &str = "</tool_call>";
