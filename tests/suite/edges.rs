@@ -475,6 +475,60 @@ fn a_session_three_times_the_window_completes_and_every_request_fits() {
     assert!(!last.contains("left out"), "{last}");
 }
 
+/// Under the text protocol the outputs are blocks of user messages: they
+/// are shortened as tool messages are, and the user's request stays
+/// verbatim when older turns are summarized.
+#[test]
+fn under_the_text_protocol_a_session_past_the_window_keeps_the_request_and_fits() {
+    let sb = Sandbox::new();
+    let window = 4_000;
+    sb.policy(&format!(
+        "[model]\ncontext_window = {window}\nprotocol = \"text\"\n"
+    ));
+    sb.trust();
+    let files = 16;
+    for i in 0..files {
+        let line = format!(
+            "file {i:02}: {}\n",
+            "some ordinary words of text ".repeat(2)
+        );
+        std::fs::write(sb.ws.join(format!("f{i:02}.txt")), line.repeat(50)).unwrap();
+    }
+    let mut script: Vec<Reply> = (0..files)
+        .map(|i| {
+            answer(&format!(
+                r#"[TOOL] read_file({{"path": "f{i:02}.txt"}}) [/TOOL]"#
+            ))
+        })
+        .collect();
+    script.extend((0..3).map(|_| answer("Read them all.")));
+    let mock = MockLlm::start(script);
+    mock.set_context_window(window);
+    let task = "read every file, one per turn";
+    let r = warden_run(&sb, &mock, &["--tools", "read_file", task]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.ends_with("Read them all.\n"), "{}", r.stdout);
+    assert!(r.stderr.contains("compacted"), "{}", r.stderr);
+    let b = bodies(&mock);
+    let mut shortened = false;
+    for (i, body) in b.iter().enumerate() {
+        let used = prompt_tokens(body);
+        assert!(
+            used <= window,
+            "request {i} is {used} tokens, over the window"
+        );
+        let text = body["messages"].to_string();
+        // Summary requests quote the conversation; the agent's own carry
+        // the request.
+        if text.contains("You condense a conversation") {
+            continue;
+        }
+        assert!(text.contains(task), "request {i} lost the task: {text}");
+        shortened |= text.contains("left out to fit the context window");
+    }
+    assert!(shortened, "no output was shortened");
+}
+
 /// A big file in `sb`, and the replies of a model that reads it, then
 /// finds the request past its context window.
 fn read_past_the_window(sb: &Sandbox) -> Vec<Reply> {

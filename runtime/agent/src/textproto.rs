@@ -21,7 +21,9 @@ mod value;
 use serde_json::{Map, Value};
 
 pub use inline::{InlineCall, inline_calls};
-pub use prompt::{instructions, malformed_message, results_message};
+pub use prompt::{
+    instructions, is_results_message, malformed_message, results_message, shorten_results,
+};
 use syntax::{Arg, Body, Parser};
 
 /// A well-formed call to a known tool.

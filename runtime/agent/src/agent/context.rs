@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Agent, AgentError, Event};
 use crate::client::Request;
 use crate::session::{Record, now};
-use crate::{Message, ToolDef};
+use crate::{Message, ToolDef, textproto};
 
 /// Bytes per token assumed by the estimate: tokenizers average about 4
 /// bytes per token on English and code, so 3 overestimates, which is the
@@ -155,15 +155,31 @@ impl Agent {
             if used <= target {
                 return;
             }
-            let Message::Tool { content, .. } = &mut self.history[i] else {
-                continue;
+            // Outputs come as tool messages, or under the text protocol as
+            // blocks of a user message warden wrote.
+            let (content, results) = match &mut self.history[i] {
+                Message::Tool { content, .. } => (content, false),
+                Message::User { content } if textproto::is_results_message(content) => {
+                    (content, true)
+                }
+                _ => continue,
             };
             if content.len() <= SHORT_OUTPUT {
                 continue;
             }
             let old = content.len() as u64;
-            *content = shortened(content);
-            used = used.saturating_sub((old - content.len() as u64) / BYTES_PER_TOKEN);
+            *content = if results {
+                textproto::shorten_results(content, &|out| {
+                    if out.len() <= SHORT_OUTPUT {
+                        out.to_string()
+                    } else {
+                        shortened(out)
+                    }
+                })
+            } else {
+                shortened(content)
+            };
+            used = used.saturating_sub(old.saturating_sub(content.len() as u64) / BYTES_PER_TOKEN);
         }
     }
 
@@ -202,13 +218,21 @@ impl Agent {
             return Ok(());
         }
         let older: Vec<Message> = self.history[1..keep].to_vec();
-        let request = older.iter().rev().find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
-            _ => None,
+        // What the user asked for this task (not tool results sent as a
+        // user message), and whether a message kept verbatim holds it.
+        let request = self.request.clone().or_else(|| {
+            older.iter().rev().find_map(|m| match m {
+                Message::User { content } if !textproto::is_results_message(content) => {
+                    Some(content.clone())
+                }
+                _ => None,
+            })
         });
-        let current_request_kept = self.history[keep..]
-            .iter()
-            .any(|m| matches!(m, Message::User { .. }));
+        let current_request_kept = request.as_deref().is_some_and(|r| {
+            self.history[keep..]
+                .iter()
+                .any(|m| matches!(m, Message::User { content } if content.contains(r)))
+        });
         let budget_bytes = (target / 2).saturating_sub(request_tokens(&self.history[..1], tools))
             * BYTES_PER_TOKEN;
         let summary = tokio::select! {

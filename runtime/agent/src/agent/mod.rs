@@ -37,6 +37,10 @@ pub struct Agent {
     instructions: Vec<(String, String)>,
     /// Identical calls made in the current task.
     repeats: repeat::Repeats,
+    /// What the user asked for the current task, kept verbatim when older
+    /// turns are summarized (under the text protocol the last user message
+    /// is usually tool results).
+    request: Option<String>,
     /// The context window in tokens, once known.
     window: Option<u64>,
     /// Whether the server's `/models` was asked for the window.
@@ -79,6 +83,7 @@ impl Agent {
             next_text_id: 1,
             instructions: Vec::new(),
             repeats: repeat::Repeats::default(),
+            request: None,
             window,
             window_probed: false,
         };
@@ -133,6 +138,7 @@ impl Agent {
     pub fn clear(&mut self) -> Result<(), AgentError> {
         self.record(Record::Clear { ts: now() })?;
         self.history.truncate(1);
+        self.request = None;
         Ok(())
     }
 
@@ -188,6 +194,7 @@ impl Agent {
         self.push(Message::User {
             content: user.to_string(),
         })?;
+        self.request = Some(user.to_string());
         self.repeats.reset();
         for _ in 0..self.settings.max_turns {
             let completion = self.ask_model(cancel, on).await?;

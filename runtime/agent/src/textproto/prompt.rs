@@ -151,6 +151,46 @@ pub fn results_message(results: &[(String, Result<String, String>)]) -> String {
     blocks.join("\n\n")
 }
 
+/// Where the first `[RESULT …]` block of `content` starts, at the start of
+/// a line.
+fn first_block(content: &str) -> Option<usize> {
+    if content.starts_with(RESULT_OPEN) {
+        return Some(0);
+    }
+    content.find(&format!("\n{RESULT_OPEN}")).map(|i| i + 1)
+}
+
+const RESULT_OPEN: &str = "[RESULT ";
+const RESULT_CLOSE: &str = "\n[/RESULT]";
+const MALFORMED_START: &str = "These tool calls could not be understood";
+
+/// Whether a user message is one warden wrote with tool results (or the
+/// calls it could not understand) under the text protocol.
+pub fn is_results_message(content: &str) -> bool {
+    content.starts_with(MALFORMED_START) || first_block(content).is_some()
+}
+
+/// `content` with the output inside each `[RESULT …]` block replaced by
+/// `shorten(output)`; everything else as it was.
+pub fn shorten_results(content: &str, shorten: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(content.len());
+    let mut rest = content;
+    while let Some(start) = first_block(rest) {
+        let Some(header) = rest[start..].find('\n') else {
+            break;
+        };
+        let body_start = start + header + 1;
+        let Some(len) = rest[body_start..].find(RESULT_CLOSE) else {
+            break;
+        };
+        out.push_str(&rest[..body_start]);
+        out.push_str(&shorten(&rest[body_start..body_start + len]));
+        rest = &rest[body_start + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Longest excerpt of a malformed call quoted back to the model: enough to
 /// recognise it, without echoing a whole file it tried to write.
 const QUOTE_LIMIT: usize = 300;
@@ -158,7 +198,7 @@ const QUOTE_LIMIT: usize = 300;
 /// One user-message body explaining which calls could not be understood
 /// (none of them ran), why, and the expected form with an example.
 pub fn malformed_message(errors: &[(String, String)]) -> String {
-    let mut s = String::from("These tool calls could not be understood, so they were not run:\n");
+    let mut s = format!("{MALFORMED_START}, so they were not run:\n");
     for (i, (raw, error)) in errors.iter().enumerate() {
         let mut quoted: String = raw.chars().take(QUOTE_LIMIT).collect();
         if quoted.len() < raw.len() {

@@ -98,3 +98,29 @@ fn malformed_message_explains_and_shows_the_form() {
     );
     assert!(s.contains("were not run"));
 }
+
+#[test]
+fn results_blocks_are_found_and_shortened_and_nothing_else() {
+    let results = results_message(&[
+        ("read_file".into(), Ok("a".repeat(50))),
+        ("grep".into(), Err("no such file".into())),
+    ]);
+    assert!(is_results_message(&results));
+    assert!(is_results_message(&malformed_message(&[(
+        "[TOOL] x(".into(),
+        "unterminated".into()
+    )])));
+    assert!(!is_results_message("please read [RESULT x] for me"));
+    let short = shorten_results(&results, &|out| format!("<{}>", out.len()));
+    assert_eq!(
+        short,
+        "[RESULT read_file]\n<50>\n[/RESULT]\n\n[RESULT grep ERROR]\n<12>\n[/RESULT]"
+    );
+    // After a summary put in front of it, the blocks are still found.
+    let prefixed = format!("[summary]\n\n{results}");
+    assert!(is_results_message(&prefixed));
+    assert!(
+        shorten_results(&prefixed, &|_| "-".into())
+            .starts_with("[summary]\n\n[RESULT read_file]\n-\n")
+    );
+}
