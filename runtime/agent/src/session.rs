@@ -6,10 +6,11 @@
 //! Each line is one [`Record`], written with a single `write_all` and a
 //! flush, so a crash loses at most the line being written; reading skips
 //! such a torn last line. An open session is locked (`flock`): a second
-//! warden cannot append another conversation to it meanwhile. A transcript holds what the model saw and said,
-//! tool results and usage, so it must never hold secrets: callers must not
-//! put the API key (or an `Authorization` header) in any record — `Start`
-//! records the base URL and model only.
+//! warden cannot append another conversation to it meanwhile. A transcript
+//! holds what the model saw and said, tool results and usage, so it must
+//! never hold secrets: callers must not put the API key (or an
+//! `Authorization` header) in any record — `Start` records the base URL
+//! and model only.
 
 #[cfg(test)]
 mod tests;
@@ -43,14 +44,7 @@ pub enum Record {
         protocol: String,
     },
     /// One message of the conversation, as sent to or received from the model.
-    Message {
-        ts: String,
-        message: Message,
-        /// A user message that carries tool results (the text protocol
-        /// sends them so): not something the user said.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        results: bool,
-    },
+    Message { ts: String, message: Message },
     /// What a tool call returned, with its call id and how long it took.
     ToolResult {
         ts: String,
@@ -429,12 +423,10 @@ pub fn total_usage(records: &[Record]) -> Usage {
 /// What the user said in `records`, in order: their messages, not the
 /// tool results the text protocol sends as user messages.
 fn said(records: &[Record]) -> impl Iterator<Item = &str> {
-    records.iter().filter_map(|r| match r {
-        Record::Message {
-            message: Message::User { content },
-            results: false,
-            ..
-        } => Some(content.as_str()),
+    messages_iter(records).filter_map(|m| match m {
+        Message::User { content } if !crate::textproto::is_results_message(content) => {
+            Some(content.as_str())
+        }
         _ => None,
     })
 }

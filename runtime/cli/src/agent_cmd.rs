@@ -340,7 +340,7 @@ pub fn undo(
     for p in &done.problems {
         eprintln!("not restored: {p}");
     }
-    if done.pending.is_some() {
+    if done.pending {
         eprintln!(
             "what was not restored stays recorded: `warden undo` tries it again; \
              `warden undo --skip` drops it, so that the next undo goes a turn further back"

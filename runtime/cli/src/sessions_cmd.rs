@@ -27,9 +27,9 @@ pub fn run(ws: &Workspace, json: bool, command: Option<SessionsCommand>) -> anyh
 
 fn not_found(e: SessionError) -> anyhow::Error {
     match e {
-        e @ (SessionError::NotFound { .. }
-        | SessionError::Corrupt { .. }
-        | SessionError::InUse { .. }) => ConfigError(e.to_string()).into(),
+        e @ (SessionError::NotFound { .. } | SessionError::Corrupt { .. }) => {
+            ConfigError(e.to_string()).into()
+        }
         e => e.into(),
     }
 }
@@ -158,14 +158,13 @@ fn render(records: &[Record]) -> String {
             Record::Message {
                 ts,
                 message: Message::User { content },
-                results: true,
-            } => {
+            } if warden_agent::textproto::is_results_message(content) => {
                 // The tool result records before it say the same, with
                 // more; what could not be run is said only here.
                 let _ = writeln!(s, "── tool results sent to the model · {}", inert(ts));
                 s.push_str(&first_lines(content, SHOWN_LINES));
             }
-            Record::Message { ts, message, .. } => message_text(&mut s, ts, message),
+            Record::Message { ts, message } => message_text(&mut s, ts, message),
             Record::ToolResult {
                 ts,
                 name,
@@ -293,7 +292,6 @@ mod tests {
                 message: Message::User {
                     content: "fix \x1b[31mit\nplease".into(),
                 },
-                results: false,
             },
             Record::Message {
                 ts: "t2".into(),
@@ -301,7 +299,6 @@ mod tests {
                     content: None,
                     tool_calls: vec![ToolCall::new("c", "read_file", r#"{"path":"a"}"#)],
                 },
-                results: false,
             },
             Record::ToolResult {
                 ts: "t3".into(),

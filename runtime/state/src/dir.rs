@@ -96,8 +96,7 @@ impl StateDir {
 
     /// The contents of `name`, or `None` when there is no such file.
     pub fn read(&self, name: impl AsRef<OsStr>) -> io::Result<Option<Vec<u8>>> {
-        let name = plain(name.as_ref())?;
-        match self.open_file(name, OFlags::RDONLY, Mode::empty()) {
+        match self.open_read(name) {
             Ok(mut file) => {
                 let mut bytes = Vec::new();
                 io::Read::read_to_end(&mut file, &mut bytes)?;

@@ -81,8 +81,8 @@ pub struct Undone {
     pub problems: Vec<String>,
     /// Folders the turn made that stay: something else is in them now.
     pub kept: Vec<String>,
-    /// The record of what was not restored, kept for another undo.
-    pub pending: Option<PathBuf>,
+    /// What was not restored stays recorded for another undo.
+    pub pending: bool,
 }
 
 #[derive(Default)]
@@ -386,12 +386,11 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     let Some(id) = turns(dir)?.pop() else {
         return Ok(None);
     };
-    let record = dir.path().join(format!("{id}.json"));
     let bytes = dir.read(format!("{id}.json"))?.unwrap_or_default();
     let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         io::Error::other(format!(
             "the undo record {} is damaged ({e}); `warden undo --skip` drops it",
-            record.display()
+            dir.path().join(format!("{id}.json")).display()
         ))
     })?;
     let mut done = Undone {
@@ -477,7 +476,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
         manifest.notes.clear();
         let bytes = serde_json::to_vec(&manifest).map_err(io::Error::other)?;
         dir.write_atomic(format!("{id}.json"), &bytes)?;
-        done.pending = Some(record);
+        done.pending = true;
     }
     Ok(Some(done))
 }

@@ -150,17 +150,10 @@ impl Agent {
     }
 
     fn push(&mut self, message: Message) -> Result<(), AgentError> {
-        self.push_as(message, false)
-    }
-
-    /// [`Agent::push`]; `results`: a user message that carries tool
-    /// results, so recorded.
-    fn push_as(&mut self, message: Message, results: bool) -> Result<(), AgentError> {
         if self.session.is_some() {
             self.record(Record::Message {
                 ts: now(),
                 message: message.clone(),
-                results,
             })?;
         }
         self.history.push(message);
@@ -188,7 +181,6 @@ impl Agent {
             self.record(Record::Message {
                 ts: now(),
                 message: system,
-                results: false,
             })?;
         }
         self.push(Message::User {
@@ -431,7 +423,7 @@ impl Agent {
             }
             body.push_str(&textproto::malformed_message(&malformed));
         }
-        self.push_as(Message::User { content: body }, true)?;
+        self.push(Message::User { content: body })?;
         if cancel.is_cancelled() {
             return Err(AgentError::Cancelled);
         }

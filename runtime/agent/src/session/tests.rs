@@ -17,7 +17,6 @@ fn user(ts: &str, content: &str) -> Record {
         message: Message::User {
             content: content.into(),
         },
-        results: false,
     }
 }
 
@@ -39,7 +38,6 @@ fn every_kind() -> Vec<Record> {
             message: Message::System {
                 content: "be brief".into(),
             },
-            results: false,
         },
         user("t2", "read the manifest"),
         Record::Message {
@@ -52,7 +50,6 @@ fn every_kind() -> Vec<Record> {
                     r#"{"path":"Cargo.toml"}"#,
                 )],
             },
-            results: false,
         },
         Record::ToolResult {
             ts: "t4".into(),
@@ -68,7 +65,6 @@ fn every_kind() -> Vec<Record> {
                 tool_call_id: "call_1".into(),
                 content: "ok".into(),
             },
-            results: false,
         },
         Record::Usage {
             ts: "t6".into(),
@@ -186,13 +182,8 @@ fn a_resumed_session_continues_from_the_last_compacted_history() {
 
 #[test]
 fn what_was_asked_skips_tool_results_and_compaction_summaries() {
-    let results = |ts: &str, content: &str| Record::Message {
-        ts: ts.into(),
-        message: Message::User {
-            content: content.into(),
-        },
-        results: true,
-    };
+    // Under the text protocol, tool results are user messages.
+    let results = user;
     let mut records = vec![
         start("t0"),
         user("t1", "first"),

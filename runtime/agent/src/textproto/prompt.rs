@@ -145,7 +145,7 @@ pub fn results_message(results: &[(String, Result<String, String>)]) -> String {
                 Err(err) => (" ERROR", err.trim_end()),
             };
             let body = if body.is_empty() { "(no output)" } else { body };
-            format!("[RESULT {name}{mark}]\n{body}\n[/RESULT]")
+            format!("{RESULT_OPEN}{name}{mark}]\n{body}{RESULT_CLOSE}")
         })
         .collect();
     blocks.join("\n\n")

@@ -186,15 +186,27 @@ pub fn print(root: BorrowedFd<'_>, rel: &str) -> io::Result<Print> {
     }
 }
 
-fn print_at(dir: BorrowedFd<'_>, name: &str, count: &mut usize) -> io::Result<Print> {
+/// The entry `name` in `dir`, not followed if a link (`None`: there is
+/// none), counted against [`TREE_CAP`].
+fn stat_counted(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    count: &mut usize,
+) -> io::Result<Option<rustix::fs::Stat>> {
     *count += 1;
     if *count > TREE_CAP {
         return Err(io::Error::other(format!("more than {TREE_CAP} entries")));
     }
-    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => st,
-        Err(rustix::io::Errno::NOENT) => return Ok(Print::Absent),
-        Err(e) => return Err(e.into()),
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(st)),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn print_at(dir: BorrowedFd<'_>, name: &str, count: &mut usize) -> io::Result<Print> {
+    let Some(st) = stat_counted(dir, name, count)? else {
+        return Ok(Print::Absent);
     };
     let mode = st.st_mode & 0o7777;
     Ok(match FileType::from_raw_mode(st.st_mode) {
@@ -287,14 +299,8 @@ fn capture(
     blobs: &mut dyn Blobs,
     count: &mut usize,
 ) -> io::Result<Before> {
-    *count += 1;
-    if *count > TREE_CAP {
-        return Err(io::Error::other(format!("more than {TREE_CAP} entries")));
-    }
-    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => st,
-        Err(rustix::io::Errno::NOENT) => return Ok(Before::Absent),
-        Err(e) => return Err(e.into()),
+    let Some(st) = stat_counted(dir, name, count)? else {
+        return Ok(Before::Absent);
     };
     let mode = st.st_mode & 0o7777;
     match FileType::from_raw_mode(st.st_mode) {
