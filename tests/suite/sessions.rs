@@ -959,25 +959,51 @@ fn the_model_hears_of_an_undo_in_chat_with_the_next_message() {
     );
     let bodies = bodies(&mock);
     assert_eq!(bodies.len(), 4, "{}", r.stderr);
-    let last_user = |body: &Value| {
-        body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "user")
-            .and_then(|m| m["content"].as_str())
-            .unwrap()
-            .to_string()
-    };
-    let told = last_user(&bodies[2]);
+    assert_told_of_undo(&last_user(&bodies[2]), "what now?");
+    // Said once: the message after it is the user's alone.
+    assert_eq!(last_user(&bodies[3]), "and then?");
+}
+
+/// The last user message of a request body.
+fn last_user(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+/// `told` is the user's `words`, then the note that undo put back
+/// `hello.txt`.
+fn assert_told_of_undo(told: &str, words: &str) {
     assert!(
-        told.starts_with("what now?\n\n[warden: the user ran /undo.")
+        told.starts_with(&format!("{words}\n\n[warden: the user ran undo."))
             && told.contains("before the last turn that changed them, so that turn's")
             && told.contains(": hello.txt. Read them again before you rely"),
         "{told}"
     );
-    // Said once: the message after it is the user's alone.
+}
+
+/// An undo run outside the chat (`warden undo`) reaches the model too:
+/// the session's next message, in a later warden, tells it, once.
+#[test]
+fn the_model_hears_of_an_undo_run_apart_when_its_session_goes_on() {
+    let sb = Sandbox::new();
+    let mock = mock_writing_hello(&["Noted.", "Fine."]);
+    let r = warden_run(&sb, &mock, &["change hello"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    undo_puts_hello_back_and_no_more(&sb);
+    for task in ["what now?", "and then?"] {
+        let r = warden_run(&sb, &mock, &["-c", task]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 4);
+    assert_told_of_undo(&last_user(&bodies[2]), "what now?");
     assert_eq!(last_user(&bodies[3]), "and then?");
 }
 

@@ -159,13 +159,32 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
 }
 
 /// Runs one send with Ctrl-C cancelling it (also at an approval prompt).
+/// What undos put back in the session's files since its model last heard
+/// is told after the user's words.
 fn send(
     rt: &tokio::runtime::Runtime,
     agent: &mut Agent,
-    approver: &Approver,
+    built: (&Approver, &Journal),
     r: &mut Renderer,
     text: &str,
 ) -> Result<String, AgentError> {
+    let (approver, journal) = built;
+    let undone = journal.take_undone().unwrap_or_else(|e| {
+        eprintln!(
+            "warning: the model is not told what undo put back: {}",
+            inert(&e.to_string())
+        );
+        Vec::new()
+    });
+    let noted;
+    let text = if undone.is_empty() {
+        text
+    } else {
+        // After the user's words: the transcript's summaries show their
+        // first line.
+        noted = format!("{text}\n\n{}", undo_note(&undone));
+        noted.as_str()
+    };
     let cancel = CancellationToken::new();
     approver.set_turn(Some(cancel.clone()));
     let result = until_ctrl_c(rt, &cancel, agent.send(text, &cancel, &mut |e| r.on(e)));
@@ -231,7 +250,7 @@ pub fn run(
         .unwrap_or_default();
     let rt = tokio::runtime::Runtime::new()?;
     let mut r = Renderer::new(json);
-    let result = send(&rt, &mut agent, &approver, &mut r, &task);
+    let result = send(&rt, &mut agent, (&approver, &journal), &mut r, &task);
     let changes = journal.end_turn();
     let (usage, calls) = r.take_usage();
     let mut usage_value = usage_json(&usage);
@@ -318,14 +337,11 @@ fn report_changes(c: &TurnChanges) {
 
 /// `warden undo` and `/undo`: puts back what the last turn changed; the
 /// exit code, and the paths put back.
-pub fn undo(
-    ws: &Workspace,
-    tools: &warden_workspace::Toolset,
-) -> anyhow::Result<(u8, Vec<String>)> {
+pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result<u8> {
     let dir = ws.folders.undo(&ws.root)?;
     let Some(done) = warden_workspace::undo::undo_last(&dir, tools)? else {
         eprintln!("nothing to undo in this workspace");
-        return Ok((0, Vec::new()));
+        return Ok(0);
     };
     if !done.restored.is_empty() {
         eprintln!(
@@ -351,7 +367,14 @@ pub fn undo(
     } else {
         EXIT_FAILED
     };
-    Ok((code, done.restored))
+    if let Some(why) = &done.untold {
+        eprintln!(
+            "warning: the model of session {} will not be told what was put back: {}",
+            done.session,
+            inert(why)
+        );
+    }
+    Ok(code)
 }
 
 /// `warden undo --skip`: drops the last turn's undo record.
@@ -373,11 +396,11 @@ pub fn undo_skip(ws: &Workspace) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// What the model is told with the next message after `/undo` put back
+/// What the model is told with the next message after an undo put back
 /// `restored`: it must not work from what its earlier results showed.
 fn undo_note(restored: &[String]) -> String {
     format!(
-        "[warden: the user ran /undo. These paths are back as they were before the last turn \
+        "[warden: the user ran undo. These paths are back as they were before the last turn \
          that changed them, so that turn's changes to them are gone: {}. Read them again \
          before you rely on their contents.]",
         restored.join(", ")
@@ -458,8 +481,6 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         eprintln!("{}", recap(&records));
     }
     let mut r = Renderer::new(false);
-    // Paths `/undo` put back since the last message.
-    let mut undone: Vec<String> = Vec::new();
     loop {
         let line = match rl.readline("› ") {
             Ok(l) => l,
@@ -478,7 +499,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 match agent.clear() {
                     Ok(()) => {
                         // A model that forgot everything needs no news of it.
-                        undone.clear();
+                        let _ = journal.take_undone();
                         eprintln!("conversation cleared (the transcript keeps it)");
                     }
                     Err(e) => eprintln!("error: {}", inert(&e.to_string())),
@@ -501,12 +522,8 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 continue;
             }
             "/undo" => {
-                match undo(ws, runner.toolset()) {
-                    Ok((_, restored)) if !restored.is_empty() => {
-                        undone.extend(restored);
-                    }
-                    Ok(_) => {}
-                    Err(e) => eprintln!("error: {}", inert(&format!("{e:#}"))),
+                if let Err(e) = undo(ws, runner.toolset()) {
+                    eprintln!("error: {}", inert(&format!("{e:#}")));
                 }
                 continue;
             }
@@ -537,17 +554,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             }
             _ => {}
         }
-        // The model learns what `/undo` put back with the next message.
-        let noted;
-        let text = if undone.is_empty() {
-            text
-        } else {
-            // After the user's words: the transcript's summaries show
-            // their first line.
-            noted = format!("{text}\n\n{}", undo_note(&std::mem::take(&mut undone)));
-            noted.as_str()
-        };
-        let result = send(&rt, &mut agent, &approver, &mut r, text);
+        let result = send(&rt, &mut agent, (&approver, &journal), &mut r, text);
         let changes = journal.end_turn();
         match result {
             Ok(answer) => {

@@ -105,7 +105,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
         args::Command::Undo { skip: true } => agent_cmd::undo_skip(&ws),
         args::Command::Undo { skip: false } => {
             let tools = ws.toolset(Some(render::compiling()))?;
-            agent_cmd::undo(&ws, &tools).map(|(code, _)| code)
+            agent_cmd::undo(&ws, &tools)
         }
         args::Command::Trust { .. } | args::Command::Mcp { .. } => unreachable!("handled above"),
     }

@@ -83,6 +83,8 @@ pub struct Undone {
     pub kept: Vec<String>,
     /// What was not restored stays recorded for another undo.
     pub pending: bool,
+    /// Why the session's model will not be told what was put back.
+    pub untold: Option<String>,
 }
 
 #[derive(Default)]
@@ -162,6 +164,18 @@ impl Journal {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Turn> {
         self.turn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The paths undos put back in this session's turns since its model
+    /// was last told, as the model named them; forgotten once taken, so
+    /// that the model hears of them once, with the next message.
+    pub fn take_undone(&self) -> io::Result<Vec<String>> {
+        let name = undone_file(&self.session);
+        let undone = read_undone(&self.dir, &self.session)?;
+        if !undone.is_empty() {
+            self.dir.remove(name)?;
+        }
+        Ok(undone)
     }
 
     /// Before a call of `tool` that may change files: snapshots what it
@@ -342,10 +356,38 @@ fn forget(dir: &StateDir, id: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Where the paths undone in `session`'s turns wait for its model to be
+/// told (not a turn: turns end in `.json`).
+fn undone_file(session: &str) -> String {
+    format!("{session}.undone")
+}
+
+/// The paths undone in `session`'s turns that its model was not told of.
+/// A damaged list is taken as empty: it only ever adds a note.
+fn read_undone(dir: &StateDir, session: &str) -> io::Result<Vec<String>> {
+    Ok(dir
+        .read(undone_file(session))?
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default())
+}
+
+/// Adds `restored` to what `session`'s model is to be told.
+fn note_undone(dir: &StateDir, session: &str, restored: &[String]) -> io::Result<()> {
+    let mut undone = read_undone(dir, session)?;
+    for p in restored {
+        if !undone.contains(p) {
+            undone.push(p.clone());
+        }
+    }
+    let bytes = serde_json::to_vec(&undone).map_err(io::Error::other)?;
+    dir.write_atomic(undone_file(session), &bytes)
+}
+
 /// Forgets every turn of `session` in `dir` (manifests and snapshots), as
 /// when its transcript is removed: the snapshots are copies of its files.
 /// Returns how many turns it had.
 pub fn forget_session(dir: &StateDir, session: &str) -> io::Result<usize> {
+    dir.remove(undone_file(session))?;
     let mut forgotten = 0;
     for id in turns(dir)? {
         // `turn_id`: the time (digits), `-`, then the session.
@@ -467,6 +509,13 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     done.restored.dedup();
     let mut seen = BTreeSet::new();
     done.problems.retain(|p| seen.insert(p.clone()));
+    // The session's model hears of it with its next message, whichever
+    // warden sends it. The files are back whether or not this is kept.
+    if !done.restored.is_empty()
+        && let Err(e) = note_undone(dir, &done.session, &done.restored)
+    {
+        done.untold = Some(e.to_string());
+    }
     if pending.is_empty() {
         forget(dir, &id)?;
     } else {
