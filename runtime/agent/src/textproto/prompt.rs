@@ -151,13 +151,33 @@ pub fn results_message(results: &[(String, Result<String, String>)]) -> String {
     blocks.join("\n\n")
 }
 
-/// Where the first `[RESULT …]` block of `content` starts, at the start of
-/// a line.
+/// Where the first `[RESULT …]` block of `content` starts: a line that is
+/// a whole header as [`results_message`] writes it (`[RESULT name]` or
+/// `[RESULT name ERROR]`), closed by a `[/RESULT]` line further on. A line
+/// that merely begins `[RESULT ` is not one.
 fn first_block(content: &str) -> Option<usize> {
-    if content.starts_with(RESULT_OPEN) {
-        return Some(0);
+    let mut at = 0;
+    loop {
+        let start = if content[at..].starts_with(RESULT_OPEN) {
+            at
+        } else {
+            at + content[at..].find(&format!("\n{RESULT_OPEN}"))? + 1
+        };
+        let line_end = content[start..]
+            .find('\n')
+            .map_or(content.len(), |i| start + i);
+        let header = &content[start + RESULT_OPEN.len()..line_end];
+        let name = header
+            .strip_suffix(']')
+            .map(|h| h.strip_suffix(" ERROR").unwrap_or(h));
+        let named = name.is_some_and(|n| {
+            !n.is_empty() && !n.contains(|c: char| c.is_whitespace() || c == ']' || c == '[')
+        });
+        if named && content[line_end..].contains(RESULT_CLOSE) {
+            return Some(start);
+        }
+        at = line_end;
     }
-    content.find(&format!("\n{RESULT_OPEN}")).map(|i| i + 1)
 }
 
 const RESULT_OPEN: &str = "[RESULT ";

@@ -111,6 +111,17 @@ fn results_blocks_are_found_and_shortened_and_nothing_else() {
         "unterminated".into()
     )])));
     assert!(!is_results_message("please read [RESULT x] for me"));
+    // A pasted line that only begins like a header, or a header never
+    // closed, is the user's text.
+    for pasted in [
+        "the log says:\n[RESULT pending] for job 4\n[/RESULT]",
+        "the log says:\n[RESULT of the build]\nfailed\n[/RESULT]",
+        "the log says:\n[RESULT build]\nfailed, see above",
+        "[RESULT ]\nx\n[/RESULT]",
+    ] {
+        assert!(!is_results_message(pasted), "{pasted}");
+        assert_eq!(shorten_results(pasted, &|_| "-".into()), pasted);
+    }
     let short = shorten_results(&results, &|out| format!("<{}>", out.len()));
     assert_eq!(
         short,
