@@ -138,6 +138,11 @@ impl Sandbox {
         self.in_workspace(Command::new(warden_bin()))
     }
 
+    /// The executable `bin` (a copy of warden) run as [`Sandbox::warden`] is.
+    pub fn warden_at(&self, bin: &Path) -> Command {
+        self.in_workspace(Command::new(bin))
+    }
+
     /// `warden chat` against the model at `base_url`, with `input` typed on
     /// its (non-terminal) stdin; what it printed and how it ended.
     pub fn chat(&self, base_url: &str, key: &str, input: &[u8]) -> std::process::Output {

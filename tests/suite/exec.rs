@@ -706,6 +706,49 @@ fn a_write_grant_swapped_for_a_link_during_a_run_is_refused() {
     );
 }
 
+/// warden may lie inside a write grant of the shell (`make run` in its
+/// own repository): a command that removes or replaces warden's
+/// executable does not get its own program started as the confinement
+/// helper, unconfined, at the next call.
+#[test]
+fn a_command_that_replaces_wardens_executable_does_not_run_unconfined() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = shell_sandbox("");
+    let bin = sb.ws.join("out/warden");
+    std::fs::copy(warden_tests::warden_bin(), &bin).unwrap();
+    let escaped = sb.outside.join("escaped.txt");
+    let payload = format!("#!/bin/sh\necho PWNED > {}\n", escaped.display());
+    // At the path, and where the path of a removed executable points.
+    let swap = format!(
+        "rm out/warden && printf '%s' '{payload}' > out/warden && \
+         cp out/warden 'out/warden (deleted)' && chmod +x out/warden 'out/warden (deleted)' && \
+         echo swapped"
+    );
+    let cmd = |c: &str| serde_json::json!({ "command": c }).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[("c1", "shell", &cmd(&swap))]),
+        calls(&[("c2", "shell", &cmd("echo still-confined"))]),
+        answer("done"),
+    ]);
+    let r = run(sb
+        .warden_at(&bin)
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .args(["run", "--yes", "swap warden"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{}", r.stderr);
+    let result = |n: usize| {
+        warden_tests::tool_contents(&requests[n].body)
+            .pop()
+            .unwrap()
+    };
+    assert!(result(1).contains("\nswapped"), "{}", result(1));
+    assert!(!escaped.exists(), "the replaced executable ran unconfined");
+    // The helper is still warden's own: the next command runs confined.
+    assert!(result(2).contains("\nstill-confined"), "{}", result(2));
+}
+
 /// SysV shared memory of the host is not the run's: it has its own IPC
 /// namespace.
 #[test]

@@ -27,14 +27,17 @@ pub fn set_helper(path: PathBuf) {
     let _ = HELPER.set(path);
 }
 
-fn helper_path() -> Result<PathBuf> {
-    if let Some(p) = HELPER.get() {
-        return Ok(p.clone());
-    }
-    std::env::current_exe().map_err(|source| Error::Io {
-        context: "cannot find warden's own executable to start the confinement helper".into(),
-        source,
-    })
+/// The running executable, by the kernel's link to the file this process
+/// runs, not by its path: a command may replace or remove the file at
+/// that path (warden may lie inside its write grant), and the helper it
+/// starts must still be warden itself.
+const RUNNING_EXE: &str = "/proc/self/exe";
+
+fn helper_path() -> PathBuf {
+    HELPER
+        .get()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(RUNNING_EXE))
 }
 
 fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
@@ -42,7 +45,7 @@ fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
     // In the environment, not on the command line: the spec holds the
     // granted variables' values (tokens), and any user of the host can
     // read any process's command line, but only its owner its environment.
-    Command::new(helper_path()?)
+    Command::new(helper_path())
         .arg(HELPER_ARG)
         .arg(std::process::id().to_string())
         .env_clear()
@@ -53,7 +56,10 @@ fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
         .stderr(stderr)
         .spawn()
         .map_err(|source| Error::Io {
-            context: "cannot start the confinement helper".into(),
+            context: format!(
+                "cannot start the confinement helper ({})",
+                helper_path().display()
+            ),
             source,
         })
 }
