@@ -660,6 +660,43 @@ fn a_command_changes_no_metadata_outside_its_write_grants() {
     assert_eq!(mine.permissions().mode() & 0o777, 0o700);
 }
 
+/// The read-only mounts stay read-only: the command (root of its own
+/// user namespace) cannot clear the flag with `mount_setattr`, which no
+/// LSM checks, and then change metadata outside its write grants.
+#[test]
+fn a_command_cannot_make_its_read_only_mounts_writable() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = shell_sandbox("");
+    let victim = sb.outside.join("victim.txt");
+    std::fs::write(&victim, "v").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // mount_setattr(AT_FDCWD, path, 0, {attr_clr: MOUNT_ATTR_RDONLY}, 32)
+    // on each folder up from the victim (one of them is its mount point).
+    let script = format!(
+        "import ctypes, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         L = ctypes.c_long\n\
+         p = {victim:?}\n\
+         while True:\n\
+         \x20   attr = (ctypes.c_uint64 * 4)(0, 1, 0, 0)\n\
+         \x20   r = libc.syscall(L(442), L(-100), p.encode(), L(0), attr, L(32))\n\
+         \x20   print('CLEARED ' + p if r == 0 else 'refused %s: %d' % (p, ctypes.get_errno()))\n\
+         \x20   if p == '/': break\n\
+         \x20   p = os.path.dirname(p)\n"
+    );
+    std::fs::write(sb.ws.join("out/clear.py"), script).unwrap();
+    let line = format!(
+        "/usr/bin/python3 out/clear.py; chmod 4755 {} && echo CHMOD-OUT",
+        victim.display()
+    );
+    let r = shell(&sb, &line);
+    assert!(r.stdout.contains("refused /:"), "{}", r.stdout);
+    assert!(!r.stdout.contains("CLEARED"), "{}", r.stdout);
+    assert!(!r.stdout.contains("\nCHMOD-OUT"), "{}", r.stdout);
+    let mode = std::fs::metadata(&victim).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o600);
+}
+
 /// A granted directory is the one opened when the tools were bound: the
 /// model cannot turn the shell's write grant into a link to the
 /// workspace (which the shell may only read) with the file tools, between

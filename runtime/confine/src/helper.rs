@@ -552,7 +552,9 @@ fn close_from_3(flags: u32) {
 /// - no inotify and no fanotify: Landlock does not check their watches,
 ///   and one on a folder outside the grants would report the names of
 ///   files made there (`tail -f` and the like see inotify missing up front
-///   and poll).
+///   and poll);
+/// - no mounting, and no change to a mount's flags (`mount_setattr` is
+///   checked by no LSM: it could make the read-only mounts writable).
 ///
 /// A call of another ABI (i386 through `int 0x80`) kills the process: its
 /// numbers are not these.
@@ -600,6 +602,22 @@ fn seccomp() -> Result<(), String> {
             (libc::SYS_inotify_init, vec![]),
             (libc::SYS_inotify_add_watch, vec![]),
             (libc::SYS_fanotify_init, vec![]),
+            // The run's mounts as the helper left them: `mount_setattr`
+            // (which no LSM checks) would clear the read-only flag on
+            // them, and metadata outside the write grants (mode, times,
+            // extended attributes, which Landlock does not check) would
+            // change. Landlock refuses the others already; here they fail
+            // alike.
+            (libc::SYS_mount_setattr, vec![]),
+            (libc::SYS_mount, vec![]),
+            (libc::SYS_umount2, vec![]),
+            (libc::SYS_pivot_root, vec![]),
+            (libc::SYS_open_tree, vec![]),
+            (libc::SYS_move_mount, vec![]),
+            (libc::SYS_fsopen, vec![]),
+            (libc::SYS_fsconfig, vec![]),
+            (libc::SYS_fsmount, vec![]),
+            (libc::SYS_fspick, vec![]),
         ];
         // On x86_64 the same calls can be made through the x32 ABI, with
         // its bit set in the number and the same audit arch: where the
