@@ -786,6 +786,60 @@ fn a_command_that_replaces_wardens_executable_does_not_run_unconfined() {
     assert!(result(2).contains("\nstill-confined"), "{}", result(2));
 }
 
+/// A granted program inside a write grant is allowed as that one file:
+/// swapped for a link to a folder (or to another file) during a run, it
+/// opens nothing; the next run says what happened.
+#[test]
+fn a_granted_program_swapped_for_a_link_opens_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.ws.join("bin")).unwrap();
+    let tool = sb.ws.join("bin/tool");
+    std::fs::write(&tool, "#!/bin/sh\necho tool-ran\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.policy(&format!(
+        "[tools.shell]\nexec = [\"sh\", \"{}\"]\nwrite = [\".\"]\n",
+        tool.display()
+    ));
+    sb.trust();
+    let outside = sb.outside.display().to_string();
+    let cmd = |c: &str| serde_json::json!({ "command": c }).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[("c1", "shell", &cmd("bin/tool"))]),
+        calls(&[(
+            "c2",
+            "shell",
+            &cmd(&format!(
+                "rm bin/tool && ln -s {outside} bin/tool && echo swapped"
+            )),
+        )]),
+        calls(&[("c3", "shell", &cmd(&format!("cat {outside}/secret.txt")))]),
+        answer("done"),
+    ]);
+    let r = run(sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .args(["run", "--yes", "swap the program"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "{}", r.stderr);
+    let result = |n: usize| {
+        warden_tests::tool_contents(&requests[n].body)
+            .pop()
+            .unwrap()
+    };
+    assert!(result(1).contains("\ntool-ran"), "{}", result(1));
+    assert!(result(2).contains("\nswapped"), "{}", result(2));
+    assert!(!result(3).contains("top secret"), "{}", result(3));
+    assert!(
+        result(3).contains("is no longer the file warden found at start"),
+        "{}",
+        result(3)
+    );
+}
+
 /// SysV shared memory of the host is not the run's: it has its own IPC
 /// namespace.
 #[test]

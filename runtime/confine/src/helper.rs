@@ -656,6 +656,7 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
     setrlimit(Resource::RLIMIT_DATA, spec.memory, spec.memory)
         .map_err(|e| format!("setup cannot limit memory: {e}"))?;
     let grants = open_grants(spec)?;
+    let programs = open_programs(spec)?;
     let proc = mount_proc();
     read_only_but(&grants)?;
     // After the remount: the working directory is on the writable copy.
@@ -665,7 +666,7 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
             spec.cwd.display()
         )
     })?;
-    let abi = landlock(&grants, proc.is_ok())?;
+    let abi = landlock(&grants, &programs, proc.is_ok())?;
     seccomp()?;
     let net = if spec.network {
         "the host network (granted)"
@@ -812,6 +813,37 @@ fn open_grants(spec: &Spec) -> Result<Vec<Grant<'_>>, String> {
         .collect()
 }
 
+/// Opens each granted program (`O_PATH`) by its path, refusing a symlink
+/// anywhere on it and anything but a regular file: what the path leads to
+/// now is what the rule will allow.
+fn open_programs(spec: &Spec) -> Result<Vec<OwnedFd>, String> {
+    use nix::fcntl::{OpenHow, ResolveFlag};
+    spec.programs
+        .iter()
+        .map(|path| {
+            let how = OpenHow::new()
+                .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+                .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+            let replaced = || {
+                format!(
+                    "setup the granted program {} is no longer the file warden found at start (a symlink is on its path now, or it is not a regular file); restore it or restart warden",
+                    path.display()
+                )
+            };
+            let fd = nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path.as_path(), how).map_err(|e| match e {
+                Errno::ELOOP | Errno::EXDEV => replaced(),
+                e => format!("setup cannot open the granted program {}: {e}", path.display()),
+            })?;
+            let st = nix::sys::stat::fstat(&fd)
+                .map_err(|e| format!("setup cannot open the granted program {}: {e}", path.display()))?;
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                return Err(replaced());
+            }
+            Ok(fd)
+        })
+        .collect()
+}
+
 /// Mounts, in the run's own mount namespace, a procfs of its PID
 /// namespace on `/proc`: `ps` and `/proc/self` work, and only the run's
 /// own processes are in it. Where the kernel refuses (a container whose
@@ -838,7 +870,7 @@ fn mount_proc() -> Result<(), Errno> {
 
 /// Restricts the init (and everything it starts) with Landlock; `proc`:
 /// the run's own procfs is mounted on `/proc`, readable.
-fn landlock(grants: &[Grant], proc: bool) -> Result<String, String> {
+fn landlock(grants: &[Grant], programs: &[OwnedFd], proc: bool) -> Result<String, String> {
     let abi = LANDLOCK_ABI;
     let unavailable = |e: &dyn std::fmt::Display| format!("unavailable Landlock: {e}");
     let mut rules = Ruleset::default()
@@ -874,6 +906,11 @@ fn landlock(grants: &[Grant], proc: bool) -> Result<String, String> {
         };
         rules = rules
             .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| unavailable(&e))?;
+    }
+    for fd in programs {
+        rules = rules
+            .add_rule(PathBeneath::new(fd, file_read))
             .map_err(|e| unavailable(&e))?;
     }
     for g in grants {

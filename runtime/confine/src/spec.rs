@@ -26,6 +26,13 @@ pub struct Spec {
     /// directory (moved, or replaced by a link since) is refused.
     #[serde(default)]
     pub pinned: Vec<(PathBuf, u64, u64)>,
+    /// Programs the process may read and run wherever they are, each a
+    /// regular file by a path with no symlink on it: only that file is
+    /// allowed, and a run is refused if a symlink is on its path now or it
+    /// is no longer a regular file (a program inside a write grant swapped
+    /// for a link to a folder must not open that folder).
+    #[serde(default)]
+    pub programs: Vec<PathBuf>,
     /// Whether the process shares the host's network; otherwise it gets an
     /// empty network namespace (no interface but a down loopback).
     pub network: bool,
@@ -53,6 +60,7 @@ impl Spec {
             read: Vec::new(),
             write: Vec::new(),
             pinned: Vec::new(),
+            programs: Vec::new(),
             network: false,
             timeout: Duration::from_secs(30),
             memory: 1 << 30,

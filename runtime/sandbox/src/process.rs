@@ -46,6 +46,9 @@ pub(crate) struct ExecPlan {
     write: Vec<PathBuf>,
     /// Device and inode of each granted directory at bind time.
     pinned: Vec<(PathBuf, u64, u64)>,
+    /// Each program found, by its path with the symlinks resolved at bind
+    /// time: the files a run may read and run outside its directories.
+    files: Vec<PathBuf>,
     network: bool,
     env: Vec<(String, String)>,
     workspace: PathBuf,
@@ -98,12 +101,12 @@ impl ExecPlan {
                 outer.display()
             ))
         });
-        // Each program itself is readable and executable, wherever it is.
-        read.extend(
-            programs
-                .iter()
-                .filter_map(|(_, r)| r.as_ref().ok().cloned()),
-        );
+        // Each program itself is readable and executable, wherever it is:
+        // that file alone, by its path with the symlinks resolved now.
+        let files = programs
+            .iter()
+            .filter_map(|(_, r)| std::fs::canonicalize(r.as_ref().ok()?).ok())
+            .collect();
         let default_cwd = grants
             .dirs()
             .find(|(p, _)| *p == workspace)
@@ -138,6 +141,7 @@ impl ExecPlan {
             read,
             write,
             pinned,
+            files,
             network: grants.hosts().next().is_some(),
             env: all_env,
             workspace: workspace.to_path_buf(),
@@ -208,6 +212,7 @@ impl ExecPlan {
         spec.read = self.read.clone();
         spec.write = self.write.clone();
         spec.pinned = self.pinned.clone();
+        spec.programs = self.files.clone();
         spec.network = self.network;
         spec.timeout = left.saturating_sub(margin);
         spec.memory = self.memory;
