@@ -339,6 +339,28 @@ fn a_never_trusted_workspace_starts_no_mcp_server() {
     assert!(!policy.contains("mcp.demo"), "{policy}");
 }
 
+/// A server whose read-only folder lies inside its read-write one is not
+/// started: the kernel cannot keep that folder read-only for a process.
+#[test]
+fn a_server_whose_grants_cannot_be_enforced_is_not_started() {
+    let sb = Sandbox::new();
+    sb.policy(
+        "[mcp.nested]\ncommand = [\"sh\", \"-c\", \"echo PWNED > docs/readme.md\"]\n\
+         write = [\".\"]\nread = [\"docs\"]\n",
+    );
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert!(
+        listed.stderr.contains("cannot make it read-only"),
+        "{}",
+        listed.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("docs/readme.md")).unwrap(),
+        "# docs\n"
+    );
+}
+
 /// Processes whose command line holds `marker`, anywhere on the host.
 /// A trusted sandbox whose policy starts the demo server (copied into
 /// `server/`, its only grant, read-only) with `flags`; and the script's path.

@@ -43,6 +43,8 @@ mod unsupported;
 pub use helper::{HELPER_ARG, helper_main};
 #[cfg(target_os = "linux")]
 pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
-pub use spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
+pub use spec::{
+    Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable, unenforceable,
+};
 #[cfg(not(target_os = "linux"))]
 pub use unsupported::{HELPER_ARG, Stop, helper_main, probe, run, run_until, set_helper};

@@ -41,6 +41,9 @@ fn helper_path() -> PathBuf {
 }
 
 fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
+    if let Some(why) = spec.unenforceable() {
+        return Err(Error::Setup(why));
+    }
     let json = serde_json::to_string(spec).expect("a spec always serializes");
     // In the environment, not on the command line: the spec holds the
     // granted variables' values (tokens), and any user of the host can

@@ -68,6 +68,30 @@ impl Spec {
             output: 64 << 10,
         }
     }
+
+    /// Why this spec's grants cannot be enforced, if they cannot (see
+    /// [`unenforceable`]); every run refuses such a spec.
+    pub fn unenforceable(&self) -> Option<String> {
+        unenforceable(&self.read, &self.write)
+    }
+}
+
+/// Why directory grants `read` and `write` cannot be enforced on a
+/// process, if they cannot: Landlock adds up what each rule allows, so a
+/// read-only directory inside a read-write one would be writable. Refused,
+/// never run with more than granted.
+pub fn unenforceable(read: &[PathBuf], write: &[PathBuf]) -> Option<String> {
+    let (inner, outer) = read.iter().find_map(|r| {
+        let outer = write.iter().find(|w| r.starts_with(w))?;
+        Some((r, outer))
+    })?;
+    Some(format!(
+        "these grants cannot be enforced on a process: the read-only directory {} lies inside \
+         the read-write directory {}, and the kernel (Landlock) cannot make it read-only there; \
+         grant directories that do not nest that way",
+        inner.display(),
+        outer.display()
+    ))
 }
 
 /// How the program ended.

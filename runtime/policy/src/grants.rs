@@ -244,8 +244,9 @@ impl Policy {
                 warnings.push(format!(
                     "{}: `{tool}` reads {} inside its read-write {}: paths named under it are \
                      read-only, but a symlink in the read-write part, or a component using the \
-                     outer directory directly, can still write it; grant separate directories \
-                     for a hard boundary",
+                     outer directory directly, can still write it (and a program it runs, or an \
+                     MCP server, is not started at all); grant separate directories for a hard \
+                     boundary",
                     self.path.display(),
                     inert(&ro.display().to_string()),
                     inert(&rw.display().to_string())

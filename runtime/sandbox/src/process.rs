@@ -90,17 +90,7 @@ impl ExecPlan {
                 read.push(dir.to_path_buf());
             }
         }
-        // Landlock adds up what each rule allows: a read-only directory
-        // inside a read-write one would be writable for a process. Refused,
-        // never run with more than granted.
-        let unenforceable = read.iter().find_map(|r| {
-            let outer = write.iter().find(|w| r.starts_with(w))?;
-            Some(format!(
-                "this tool's grants cannot be enforced on a process: the read-only directory {} lies inside the read-write directory {}, and the kernel (Landlock) cannot make it read-only there; grant directories that do not nest that way",
-                r.display(),
-                outer.display()
-            ))
-        });
+        let unenforceable = warden_confine::unenforceable(&read, &write);
         // Each program itself is readable and executable, wherever it is:
         // that file alone, by its path with the symlinks resolved now.
         let files = programs
