@@ -698,3 +698,34 @@ fn on_a_terminal_the_usage_line_follows_the_answer_on_its_own_line() {
         r.stdout
     );
 }
+
+/// A reader that goes away (`warden run … | head`) ends nothing early:
+/// the run finishes, reports what it changed and exits 0.
+#[test]
+fn a_closed_stdout_does_not_end_the_run_in_a_panic() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[("w", "write_file", r#"{"path":"new.txt","content":"made"}"#)]),
+        answer("Written, without a newline at the end"),
+    ]);
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .env("WARDEN_RETRY_BASE_MS", "5")
+        .args(["run", "--yes", "write new.txt"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("changed: new.txt"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("new.txt")).unwrap(),
+        "made"
+    );
+}

@@ -559,9 +559,9 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         match result {
             Ok(answer) => {
                 if r.streamed == 0 {
-                    print!("{}", inert_text(&answer));
+                    crate::events::out(&inert_text(&answer));
                 }
-                println!();
+                crate::events::out("\n");
             }
             Err(AgentError::Cancelled) => eprintln!("\ncancelled; the conversation is kept"),
             Err(e) => eprintln!("error: {}", inert(&e.to_string())),

@@ -61,7 +61,7 @@ impl Renderer {
     /// newline unless the output already is at the start of a line.
     pub fn finish_answer(&mut self, answer: &str) {
         if self.streamed == 0 {
-            print!("{}", inert_text(answer));
+            out(&inert_text(answer));
             self.at_line_start = answer.is_empty() || answer.ends_with('\n');
         }
         self.line_break();
@@ -70,7 +70,7 @@ impl Renderer {
     /// Ends the line of text on stdout, if one is open.
     pub fn line_break(&mut self) {
         if !self.at_line_start {
-            println!();
+            out("\n");
             self.at_line_start = true;
         }
     }
@@ -248,4 +248,11 @@ fn cut(s: &str, max: usize) -> String {
     } else {
         format!("{}…", one_line.chars().take(max - 1).collect::<String>())
     }
+}
+
+/// Writes `text` to stdout. A reader that went away (`warden run … | head`)
+/// is no error: the turn goes on to its end, its changes are reported on
+/// stderr and the transcript is finished.
+pub fn out(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
