@@ -1020,3 +1020,27 @@ fn undo_puts_hello_back_and_no_more(sb: &Sandbox) {
     let r = run(sb.warden().arg("undo"));
     assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
 }
+
+/// `--continue` goes on with the last session in which something was
+/// said: a chat quit at once is not it.
+#[test]
+fn continue_skips_a_session_in_which_nothing_was_said() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("First done."), answer("Again done.")]);
+    let r = warden_run(&sb, &mock, &["first task"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = warden_chat(&sb, &mock, &[], "");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = warden_run(&sb, &mock, &["-c", "again"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let asked: Vec<String> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(asked, ["first task", "again"]);
+}

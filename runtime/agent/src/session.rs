@@ -281,9 +281,11 @@ impl SessionStore {
         Ok(out)
     }
 
-    /// The id of the most recently updated transcript, if any.
+    /// The id of the most recently updated transcript in which the user
+    /// said something, if any: a chat quit at once, or a run that failed
+    /// before its task was sent, is nothing to continue.
     pub fn latest(&self) -> io::Result<Option<String>> {
-        Ok(self.list()?.into_iter().next().map(|s| s.id))
+        Ok(self.list()?.into_iter().find(|s| s.turns > 0).map(|s| s.id))
     }
 
     fn path_of(&self, id: &str) -> PathBuf {
