@@ -1044,3 +1044,28 @@ fn continue_skips_a_session_in_which_nothing_was_said() {
         .collect();
     assert_eq!(asked, ["first task", "again"]);
 }
+
+/// A tool that may not write (here `fetch`, which needs approval for its
+/// network grant) changes nothing undo should know of: the turn reports
+/// no untracked change and undo puts back the rest without a problem.
+#[test]
+fn a_turn_that_fetches_and_writes_is_undone_cleanly() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.fetch]\nnetwork = [\"127.0.0.1:9\"]\n");
+    sb.trust();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("f", "fetch", r#"{"url":"http://127.0.0.1:9/"}"#),
+            (
+                "w",
+                "write_file",
+                r#"{"path":"hello.txt","content":"changed"}"#,
+            ),
+        ]),
+        answer("Done."),
+    ]);
+    let r = warden_run(&sb, &mock, &["fetch and write"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("not tracked"), "{}", r.stderr);
+    undo_puts_hello_back_and_no_more(&sb);
+}

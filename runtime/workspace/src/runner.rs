@@ -147,10 +147,12 @@ impl SandboxRunner {
         match self.prepare(tool, arguments, cancel) {
             Err(refused) => deliver(*refused),
             Ok((args, control)) => {
+                // Only a tool with a write grant can change a file: the
+                // others (a fetch, a read) are no change to undo.
                 let journal = self
                     .journal
                     .as_ref()
-                    .filter(|_| tool.info().spec.mutates || tool.grants().needs_approval());
+                    .filter(|_| tool.grants().dirs().any(|(_, write)| write));
                 if let Some(j) = journal {
                     j.before(tool, args.args());
                 }
