@@ -118,6 +118,27 @@ fn ctrl_c_at_the_prompt_refuses_at_once_and_cancels_the_turn() {
     );
 }
 
+/// Calls that run side by side (reads, under `--approval always`) wait
+/// for the prompt together: after Ctrl-C at the first, no other is asked.
+#[test]
+fn ctrl_c_at_one_prompt_of_a_batch_asks_about_no_other_call() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[
+            ("a", "read_file", r#"{"path":"hello.txt"}"#),
+            ("b", "read_file", r#"{"path":"docs/readme.md"}"#),
+        ]),
+        answer("never asked for"),
+    ]);
+    let mut t = Terminal::start(warden(&sb, &mock).args(["run", "--approval", "always", "read"]));
+    t.wait_for("Allow?", 1, PATIENCE);
+    t.send("\x03");
+    let (code, screen) = t.finish(PATIENCE);
+    assert_eq!(code, 130, "{screen}");
+    assert_eq!(screen.matches("Allow?").count(), 1, "{screen}");
+    assert_eq!(mock.requests().len(), 1, "the turn went on");
+}
+
 #[test]
 fn previews_read_nothing_outside_the_grants_and_never_block() {
     let sb = Sandbox::new();

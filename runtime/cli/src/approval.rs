@@ -77,6 +77,20 @@ impl Approve for Approver {
             ));
         }
         let _one = self.prompt.lock().expect("poisoned");
+        // Calls of one batch wait here together: once Ctrl-C stopped the
+        // turn at one prompt, the others are not asked about.
+        let stopped = self
+            .turn
+            .lock()
+            .expect("poisoned")
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled);
+        if stopped {
+            return Verdict::Refuse(format!(
+                "error (denied): the user stopped the turn (Ctrl-C) before this `{tool}` call \
+                 was asked about. Wait for their next message."
+            ));
+        }
         let shown = format!(
             "\n{}\n{}Allow? [y]es / [a]lways for {tool} / [n]o (a reason for the model may \
              follow: n use b.txt): ",
