@@ -1069,3 +1069,73 @@ fn a_turn_that_fetches_and_writes_is_undone_cleanly() {
     assert!(!r.stderr.contains("not tracked"), "{}", r.stderr);
     undo_puts_hello_back_and_no_more(&sb);
 }
+
+/// A transcript write that fails partway (a full disk) loses that record
+/// only: the chat goes on with a request a server accepts, and the session
+/// opens again afterwards. The sessions folder is a 48 KiB tmpfs, in a
+/// mount namespace of the test's own (root only, as CI runs).
+#[test]
+fn a_transcript_write_that_fails_partway_loses_only_that_record() {
+    let can_mount = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can_mount {
+        eprintln!("skipped: no mount namespace with tmpfs here (needs root)");
+        return;
+    }
+    let sb = Sandbox::new();
+    let big: String = (0..3000)
+        .map(|i| format!("line {i:05} of a big file\n"))
+        .collect();
+    std::fs::write(sb.ws.join("big.txt"), &big).unwrap();
+    let mock = MockLlm::start(vec![
+        calls(&[("r", "read_file", r#"{"path":"big.txt"}"#)]),
+        answer("Fine."),
+    ]);
+    let sessions = sb.home.join("state/warden/sessions");
+    let kept = sb.home.join("kept");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::create_dir_all(&kept).unwrap();
+    // The chat writes its transcript on the small tmpfs; what it left is
+    // copied back under the real folder once the tmpfs is gone.
+    let script = "d=\"$1\"; k=\"$2\"; \
+                  mount -t tmpfs -o size=48k,mode=0700 tmpfs \"$d\" || exit 99; \
+                  \"$0\" chat; rc=$?; cp -a \"$d\"/. \"$k\"/; umount \"$d\"; \
+                  cp -a \"$k\"/. \"$d\"/; exit $rc";
+    let mut child = sb
+        .warden_at(Path::new("/usr/bin/unshare"))
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .args(["-m", "sh", "-c", script])
+        .arg(warden_tests::warden_bin())
+        .args([&sessions, &kept])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"read big.txt\nagain\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the session transcript"),
+        "{stderr}"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{stderr}");
+    check_chat_body(&requests[1].body).unwrap();
+    // The session opens again, with what was written whole.
+    let files = session_files(&sb);
+    assert_eq!(files.len(), 1);
+    let id = files[0].file_stem().unwrap().to_str().unwrap().to_string();
+    let r = run(sb.warden().args(["sessions", "show", &id]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("again"), "{}", r.stdout);
+}

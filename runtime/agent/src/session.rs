@@ -107,7 +107,11 @@ pub enum SessionError {
     )]
     InUse { id: String },
     /// A line is not a record (a torn last line is not an error).
-    #[error("{}:{line}: corrupt session record: {reason}", path.display())]
+    #[error(
+        "{}:{line}: corrupt session record: {reason}; start a new session, or remove that \
+         line to resume this one",
+        path.display()
+    )]
     Corrupt {
         path: PathBuf,
         line: usize,
@@ -166,7 +170,12 @@ impl SessionStore {
                         continue; // removed before it was locked
                     }
                     let path = self.path_of(&id);
-                    return Ok(Session { id, path, file });
+                    return Ok(Session {
+                        id,
+                        path,
+                        file,
+                        torn_at: None,
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -195,6 +204,7 @@ impl SessionStore {
                 id: id.to_string(),
                 path,
                 file,
+                torn_at: None,
             },
             records,
         ))
@@ -341,6 +351,9 @@ pub struct Session {
     id: String,
     path: PathBuf,
     file: File,
+    /// Where the file ends with its last whole record, when a failed write
+    /// left part of a record after it that could not be cut off yet.
+    torn_at: Option<u64>,
 }
 
 impl Session {
@@ -360,8 +373,32 @@ impl Session {
     pub fn append(&mut self, record: &Record) -> io::Result<()> {
         let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
         line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        self.file.flush()
+        self.append_line(line.as_bytes(), |file, line| file.write_all(line))
+    }
+
+    /// Appends `line` with `write`. When that fails partway (a full disk),
+    /// what it wrote is cut off, now or before the next record: glued to
+    /// the next one, it would make a line that does not parse, and the
+    /// whole transcript could no longer be opened.
+    fn append_line(
+        &mut self,
+        line: &[u8],
+        write: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if let Some(end) = self.torn_at {
+            self.file.set_len(end)?;
+            self.torn_at = None;
+        }
+        let end = self.file.metadata()?.len();
+        match write(&mut self.file, line) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if self.file.set_len(end).is_err() {
+                    self.torn_at = Some(end);
+                }
+                Err(e)
+            }
+        }
     }
 }
 

@@ -176,6 +176,10 @@ impl Agent {
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<String, AgentError> {
+        // A turn that failed partway (its transcript could not be written)
+        // may have left calls without results: answered now, so that the
+        // next request is one a server accepts.
+        self.history = sanitize::repair(std::mem::take(&mut self.history));
         if self.history.len() == 1 {
             let system = self.history[0].clone();
             self.record(Record::Message {

@@ -291,6 +291,50 @@ fn torn_last_line_is_skipped_and_cut_before_appending() {
     assert_eq!(records, [start("a"), user("b", "hi"), user("d", "again")]);
 }
 
+/// A write that fails partway (a full disk) leaves nothing for the next
+/// record to glue onto: cut off at once, or before the next record when
+/// that could not be done at once.
+#[test]
+fn a_record_whose_write_failed_partway_leaves_the_transcript_whole() {
+    let (_tmp, store) = store();
+    let mut session = store.create().unwrap();
+    write_all(&mut session, &[start("a"), user("b", "hi")]);
+    let id = session.id().to_string();
+    let full = || io::Error::from_raw_os_error(28); // ENOSPC
+    let line = serde_json::to_string(&user("c", "lost to a full disk")).unwrap() + "\n";
+    let half = |file: &mut File, line: &[u8]| {
+        file.write_all(&line[..line.len() / 2])?;
+        Err(full())
+    };
+    assert!(session.append_line(line.as_bytes(), half).is_err());
+    session.append(&user("d", "after it")).unwrap();
+    // When the cut cannot be made at once (here the descriptor is
+    // read-only), it is made before the next record.
+    let read_only = File::open(session.path()).unwrap();
+    let writable = std::mem::replace(&mut session.file, read_only);
+    let mut w = writable.try_clone().unwrap();
+    let through = move |_: &mut File, line: &[u8]| -> io::Result<()> {
+        w.write_all(&line[..line.len() / 2])?;
+        Err(full())
+    };
+    let line = serde_json::to_string(&user("e", "lost too")).unwrap() + "\n";
+    assert!(session.append_line(line.as_bytes(), through).is_err());
+    assert!(session.torn_at.is_some());
+    session.file = writable;
+    session.append(&user("f", "last")).unwrap();
+    drop(session);
+    let (_, records) = store.open(&id).unwrap();
+    assert_eq!(
+        records,
+        [
+            start("a"),
+            user("b", "hi"),
+            user("d", "after it"),
+            user("f", "last")
+        ]
+    );
+}
+
 #[test]
 fn whole_last_record_without_newline_is_kept() {
     let (_tmp, store) = store();
