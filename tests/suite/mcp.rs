@@ -383,6 +383,39 @@ fn with_demo_server(flags: &[&str]) -> (Sandbox, PathBuf) {
     (sb, script)
 }
 
+/// A server's script in the workspace is pinned by trust: rewritten (say
+/// by a tool that may write there), the server does not start with its
+/// grants until the user has seen the change.
+#[test]
+fn a_server_whose_script_changed_since_trust_is_not_started() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, script) = with_demo_server(&[]);
+    let listed = run_ok(sb.warden().args(["tools", "list"]));
+    assert!(listed.contains("demo__"), "{listed}");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("\n# rewritten by a tool\n");
+    std::fs::write(&script, text).unwrap();
+    let r = run(sb.warden().args(["tools", "list"]));
+    assert!(!r.stdout.contains("demo__"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains(&format!(
+            "MCP server `demo` does not start: {} is not as you trusted it",
+            script.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let shown = sb.trust();
+    assert!(
+        shown.contains(&format!("~ mcp.demo: runs {} sha256:", script.display())),
+        "{shown}"
+    );
+    let listed = run_ok(sb.warden().args(["tools", "list"]));
+    assert!(listed.contains("demo__"), "{listed}");
+}
+
 /// The system's python3, which a confined server can run.
 fn system_python() -> &'static str {
     ["/usr/bin/python3", "/bin/python3"]

@@ -73,6 +73,12 @@ pub struct ToolRecord {
     /// The URL of an MCP server warden connects to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// SHA-256 of each workspace file an MCP server's command line names
+    /// (its script, or its program), keyed as the command line names it:
+    /// a tool that may write the workspace must not change what the server
+    /// runs with its grants.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
     /// Its capabilities.
     pub caps: BTreeSet<Capability>,
     /// Its limits.
@@ -86,13 +92,16 @@ impl ToolRecord {
             origin: if builtin { "builtin" } else { "drop-in" }.to_string(),
             launch: None,
             url: None,
+            files: BTreeMap::new(),
             caps: grants.set(),
             limits: grants.limits,
         }
     }
 
-    /// Captures how an MCP server is reached and what it is granted.
-    pub fn mcp(launch: &McpLaunch, grants: &Grants) -> ToolRecord {
+    /// Captures how an MCP server is reached, the workspace files its
+    /// command line names (`files`: name → SHA-256), and what it is
+    /// granted.
+    pub fn mcp(launch: &McpLaunch, files: BTreeMap<String, String>, grants: &Grants) -> ToolRecord {
         let (command, url) = match launch {
             McpLaunch::Command(argv) => (Some(argv.clone()), None),
             McpLaunch::Url(url) => (None, Some(url.clone())),
@@ -101,6 +110,7 @@ impl ToolRecord {
             origin: "mcp".to_string(),
             launch: command,
             url,
+            files,
             caps: grants.set(),
             limits: grants.limits,
         }

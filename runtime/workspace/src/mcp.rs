@@ -9,7 +9,7 @@
 //! blocking thread is sent to it and waited for, and nothing runs while no
 //! call does.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -867,6 +867,38 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
     spec.write = write;
     spec.pinned = server.pinned.clone();
     Ok(spec)
+}
+
+/// SHA-256 of each workspace file the command line of `launch` names (a
+/// script, or the program itself), keyed as it names it: a path relative
+/// to the workspace, or an absolute one inside it. Modules the server
+/// imports from the workspace are not among them.
+pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, String> {
+    let McpLaunch::Command(argv) = launch else {
+        return BTreeMap::new();
+    };
+    argv.iter()
+        .filter_map(|arg| {
+            if arg.is_empty() || arg.starts_with('-') {
+                return None;
+            }
+            let path = root.join(arg);
+            // In a folder of the workspace (the file itself may be a link:
+            // its bytes are those of what it leads to).
+            let inside = path
+                .parent()
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| p.starts_with(root));
+            if !inside {
+                return None;
+            }
+            let bytes = std::fs::metadata(&path)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .and_then(|_| std::fs::read(&path).ok())?;
+            Some((arg.clone(), warden_policy::sha256_hex(&bytes)))
+        })
+        .collect()
 }
 
 /// The program of a command: a path (relative ones from the workspace),

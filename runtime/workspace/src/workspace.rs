@@ -343,6 +343,28 @@ impl Workspace {
                 ));
                 continue;
             }
+            // What it runs from the workspace is what was trusted: a tool
+            // that may write there must not rewrite the server's script.
+            let files = crate::mcp::launch_files(&section.launch, &self.root);
+            let changed: Vec<&str> = trusted
+                .and_then(|t| t.get(&key))
+                .map(|t| {
+                    let names: BTreeSet<&String> = t.files.keys().chain(files.keys()).collect();
+                    names
+                        .into_iter()
+                        .filter(|f| t.files.get(*f) != files.get(*f))
+                        .map(String::as_str)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !changed.is_empty() {
+                warnings.push(format!(
+                    "MCP server `{name}` does not start: {} is not as you trusted it; review \
+                     with `warden trust`",
+                    warden_policy::inert(&changed.join(", "))
+                ));
+                continue;
+            }
             let grants = pin(&key, grants, &pins, &mut warnings);
             servers.push(McpServer::new(name, section.launch.clone(), grants));
         }
@@ -405,12 +427,13 @@ impl Workspace {
                         ToolRecord::new(e.info.origin == Origin::Builtin, g),
                     ))
                 })
-                .chain(
-                    self.mcp_servers()
-                        .0
-                        .into_iter()
-                        .map(|s| (mcp_key(&s.name), ToolRecord::mcp(&s.launch, &s.grants))),
-                )
+                .chain(self.mcp_servers().0.into_iter().map(|s| {
+                    let files = crate::mcp::launch_files(&s.launch, &self.root);
+                    (
+                        mcp_key(&s.name),
+                        ToolRecord::mcp(&s.launch, files, &s.grants),
+                    )
+                }))
                 .collect(),
         }
     }

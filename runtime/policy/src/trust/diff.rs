@@ -49,6 +49,18 @@ pub enum Change {
         /// Current value, human form.
         to: String,
     },
+    /// A workspace file an MCP server's command line names (its script)
+    /// has other contents, appeared or went.
+    LaunchFileChanged {
+        /// Tool name (`mcp.NAME`).
+        tool: String,
+        /// The file as the command line names it.
+        file: String,
+        /// Trusted SHA-256 hex; `None` when it was not there.
+        from: Option<String>,
+        /// Current SHA-256 hex; `None` when it is not there.
+        to: Option<String>,
+    },
     /// A component file appeared in `.warden/tools`.
     ComponentAdded {
         /// File name.
@@ -130,6 +142,24 @@ impl fmt::Display for Change {
                 from,
                 to,
             } => write!(f, "~ {tool}: {limit} {from} → {to}"),
+            Change::LaunchFileChanged {
+                tool,
+                file,
+                from,
+                to,
+            } => match (from, to) {
+                (Some(from), Some(to)) => write!(
+                    f,
+                    "~ {tool}: runs {} sha256:{} → sha256:{}",
+                    inert(file),
+                    short(from),
+                    short(to)
+                ),
+                (None, Some(to)) => {
+                    write!(f, "+ {tool}: runs {} sha256:{}", inert(file), short(to))
+                }
+                (_, None) => write!(f, "- {tool}: runs {} (gone)", inert(file)),
+            },
             Change::ComponentAdded { file, hash, size } => write!(
                 f,
                 "+ component {} ({}, sha256:{}); it runs only once trusted, and its tools \
@@ -392,6 +422,18 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
 }
 
 fn tool_changes(tool: &str, t: &ToolRecord, c: &ToolRecord, out: &mut Vec<Change>) {
+    let files: BTreeSet<&String> = t.files.keys().chain(c.files.keys()).collect();
+    for file in files {
+        let (from, to) = (t.files.get(file), c.files.get(file));
+        if from != to {
+            out.push(Change::LaunchFileChanged {
+                tool: tool.to_string(),
+                file: file.clone(),
+                from: from.cloned(),
+                to: to.cloned(),
+            });
+        }
+    }
     for cap in t.caps.difference(&c.caps) {
         out.push(Change::Lost {
             tool: tool.to_string(),

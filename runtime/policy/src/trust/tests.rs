@@ -38,6 +38,7 @@ fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolReco
         origin: origin.to_string(),
         launch: None,
         url: None,
+        files: BTreeMap::new(),
         caps: read
             .iter()
             .map(dir(false))
@@ -526,7 +527,11 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
     ];
     with.tools.insert(
         "mcp.demo".into(),
-        ToolRecord::mcp(&McpLaunch::Command(argv.to_vec()), &g),
+        ToolRecord::mcp(
+            &McpLaunch::Command(argv.to_vec()),
+            [("my server.py".to_string(), "a".repeat(64))].into(),
+            &g,
+        ),
     );
     let shown = lines(&diff(&empty, &with));
     assert_eq!(shown.len(), 1, "{shown:?}");
@@ -545,11 +550,30 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
         shown[1].starts_with("+ mcp.demo: starts `node`"),
         "{shown:?}"
     );
+    // Its script changed: what it runs with its grants is not what was
+    // trusted.
+    let mut rewritten = with.clone();
+    rewritten
+        .tools
+        .get_mut("mcp.demo")
+        .unwrap()
+        .files
+        .insert("my server.py".into(), "b".repeat(64));
+    let shown = lines(&diff(&with, &rewritten));
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].starts_with("~ mcp.demo: runs my server.py sha256:aaaa"),
+        "{shown:?}"
+    );
     // A URL instead of a command is another server too, shown with its URL.
     let mut remote = with.clone();
     remote.tools.insert(
         "mcp.demo".into(),
-        ToolRecord::mcp(&McpLaunch::Url("https://mcp.example.com/mcp".into()), &g),
+        ToolRecord::mcp(
+            &McpLaunch::Url("https://mcp.example.com/mcp".into()),
+            BTreeMap::new(),
+            &g,
+        ),
     );
     let shown = lines(&diff(&with, &remote));
     assert_eq!(shown[0], "- mcp.demo");
