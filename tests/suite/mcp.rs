@@ -416,6 +416,41 @@ fn a_server_whose_script_changed_since_trust_is_not_started() {
     assert!(listed.contains("demo__"), "{listed}");
 }
 
+/// Nor is a server started again mid-session with a script rewritten
+/// since the session began (here by `write_file`, after it crashed).
+#[test]
+fn a_server_is_not_started_again_with_a_script_rewritten_in_the_session() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    if !python_mcp() {
+        return;
+    }
+    let (sb, script) = with_demo_server(&[]);
+    let rewrite = json!({
+        "path": "server/demo_server.py",
+        "content": "import sys\nprint('rewritten', file=sys.stderr)\n",
+    })
+    .to_string();
+    let echo = json!({ "text": "hi" }).to_string();
+    let mock = MockLlm::start(vec![
+        calls(&[("c1", "demo__crash", r#"{"marker":"m"}"#)]),
+        calls(&[("w1", "write_file", &rewrite)]),
+        calls(&[("e1", "demo__echo", &echo)]),
+        answer("done"),
+    ]);
+    let out = warden_tests::warden_run(&sb, &mock, "k", &["rewrite it"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(std::fs::read_to_string(&script).unwrap().contains("rewritten"));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "{}", out.stderr);
+    let result = warden_tests::tool_contents(&requests[3].body)
+        .pop()
+        .unwrap();
+    assert!(
+        result.contains("MCP server `demo` had exited, and a file its command runs changed"),
+        "{result}"
+    );
+}
+
 /// The system's python3, which a confined server can run.
 fn system_python() -> &'static str {
     ["/usr/bin/python3", "/bin/python3"]

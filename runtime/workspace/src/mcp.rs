@@ -60,12 +60,21 @@ pub struct McpServer {
     /// a process started later (again, after it exited) is refused a path
     /// that leads elsewhere by then.
     pub pinned: Vec<(PathBuf, u64, u64)>,
+    /// The workspace files its command line names, with their SHA-256
+    /// when the session began ([`launch_files`]): it is not started again
+    /// if one changed since.
+    pub files: BTreeMap<String, String>,
 }
 
 impl McpServer {
     /// The server `name` with `grants`, its directories pinned as they
-    /// are now.
-    pub fn new(name: &str, launch: McpLaunch, grants: Grants) -> McpServer {
+    /// are now, and `files` as [`launch_files`] found them.
+    pub fn new(
+        name: &str,
+        launch: McpLaunch,
+        grants: Grants,
+        files: BTreeMap<String, String>,
+    ) -> McpServer {
         use std::os::unix::fs::MetadataExt;
         // Followed as the confinement follows them when it opens them. One
         // that is not there now is pinned to inode 0, which no directory
@@ -82,6 +91,7 @@ impl McpServer {
             launch,
             grants,
             pinned,
+            files,
         }
     }
 }
@@ -633,6 +643,14 @@ impl McpTools {
                 "MCP server `{name}` exited and was started again {MAX_RESTARTS} times already, \
                  so it stays down{}; fix the server, then start warden again",
                 inert(&gone)
+            ));
+        }
+        let changed = launch_files(&server.launch, &self.root) != server.files;
+        if changed {
+            return Err(format!(
+                "MCP server `{name}` had exited, and a file its command runs changed since the \
+                 session began, so it is not started again; review with `warden trust`, then \
+                 start warden again"
             ));
         }
         let ((client, tools), (process, stderr)) = self

@@ -366,7 +366,7 @@ impl Workspace {
                 continue;
             }
             let grants = pin(&key, grants, &pins, &mut warnings);
-            servers.push(McpServer::new(name, section.launch.clone(), grants));
+            servers.push(McpServer::new(name, section.launch.clone(), grants, files));
         }
         (servers, warnings)
     }
@@ -428,11 +428,8 @@ impl Workspace {
                     ))
                 })
                 .chain(self.mcp_servers().0.into_iter().map(|s| {
-                    let files = crate::mcp::launch_files(&s.launch, &self.root);
-                    (
-                        mcp_key(&s.name),
-                        ToolRecord::mcp(&s.launch, files, &s.grants),
-                    )
+                    let record = ToolRecord::mcp(&s.launch, s.files.clone(), &s.grants);
+                    (mcp_key(&s.name), record)
                 }))
                 .collect(),
         }
