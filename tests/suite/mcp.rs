@@ -439,7 +439,11 @@ fn a_server_is_not_started_again_with_a_script_rewritten_in_the_session() {
     ]);
     let out = warden_tests::warden_run(&sb, &mock, "k", &["rewrite it"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    assert!(std::fs::read_to_string(&script).unwrap().contains("rewritten"));
+    assert!(
+        std::fs::read_to_string(&script)
+            .unwrap()
+            .contains("rewritten")
+    );
     let requests = mock.requests();
     assert_eq!(requests.len(), 4, "{}", out.stderr);
     let result = warden_tests::tool_contents(&requests[3].body)

@@ -313,6 +313,10 @@ fn render(messages: &[Message], max_bytes: usize) -> String {
         .iter()
         .map(|m| match m {
             Message::System { content } => format!("SYSTEM: {}", cut(content, 300)),
+            // Under the text protocol, tool results come as user messages.
+            Message::User { content } if textproto::is_results_message(content) => {
+                format!("RESULT: {}", cut(content, 300))
+            }
             Message::User { content } => format!("USER: {}", cut(content, 1_000)),
             Message::Assistant {
                 content,
@@ -342,16 +346,27 @@ fn summary_by_list(messages: &[Message]) -> String {
     let mut out = Vec::new();
     for m in messages {
         match m {
-            Message::User { content } => {
+            Message::User { content } if !textproto::is_results_message(content) => {
                 out.push(format!("- the user asked: {}", cut(content, 300)))
             }
-            Message::Assistant { tool_calls, .. } => {
+            Message::Assistant {
+                tool_calls,
+                content,
+            } => {
                 for c in tool_calls {
                     out.push(format!(
                         "- called {}({})",
                         c.function.name,
                         cut(&c.function.arguments, 120)
                     ));
+                }
+                // Calls of the text protocol are in the reply's text.
+                let text_calls = content.iter().flat_map(|c| c.lines()).filter_map(|l| {
+                    let call = l.trim().strip_prefix("[TOOL]")?;
+                    Some(call.trim().trim_end_matches("[/TOOL]").trim_end())
+                });
+                for call in text_calls {
+                    out.push(format!("- called {}", cut(call, 120)));
                 }
             }
             _ => {}
@@ -366,6 +381,32 @@ fn summary_by_list(messages: &[Message]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_protocol_results_are_not_what_the_user_asked_and_its_calls_are_listed() {
+        let results = textproto::results_message(&[("read_file".into(), Ok("fn main".into()))]);
+        let messages = [
+            Message::User {
+                content: "fix the parser".into(),
+            },
+            Message::Assistant {
+                content: Some("Reading.\n[TOOL] read_file(path=\"src/a.rs\") [/TOOL]".into()),
+                tool_calls: Vec::new(),
+            },
+            Message::User {
+                content: results.clone(),
+            },
+        ];
+        let list = summary_by_list(&messages);
+        assert_eq!(
+            list,
+            "- the user asked: fix the parser\n- called read_file(path=\"src/a.rs\")"
+        );
+        let shown = render(&messages, 10_000);
+        assert!(shown.contains("USER: fix the parser"), "{shown}");
+        assert!(shown.contains("RESULT: [RESULT read_file]"), "{shown}");
+        assert!(!shown.contains("USER: [RESULT"), "{shown}");
+    }
 
     #[test]
     fn estimates_overcount_and_shortening_keeps_the_start() {
