@@ -148,6 +148,7 @@ impl Renderer {
                 if self.json {
                     self.emit(json!({"type": "cut"}));
                 } else {
+                    self.stop_spinner();
                     self.line_break();
                     eprintln!(
                         "note: the answer was cut off at the model's output token limit; ask it to \
@@ -159,6 +160,9 @@ impl Renderer {
                 if self.json {
                     self.emit(json!({"type": "compacted", "before_tokens": before, "after_tokens": after}));
                 } else {
+                    // It comes while the model is awaited: the spinner's
+                    // line is cleared first.
+                    self.stop_spinner();
                     self.line_break();
                     eprintln!(
                         "note: older turns compacted to fit the context window (about {before} → {after} tokens)"
@@ -169,6 +173,7 @@ impl Renderer {
                 if self.json {
                     self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
                 } else {
+                    self.stop_spinner();
                     eprintln!(
                         "note: switching to the text tool protocol: {}",
                         inert(reason)
