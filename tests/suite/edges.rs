@@ -775,3 +775,43 @@ fn ctrl_c_cancels_a_compaction_in_chat() {
     );
     assert_eq!(mock.requests().len(), 3);
 }
+
+/// Before the first large request warden asks the server for its context
+/// window; a server slow to answer that is waited on like the model: Ctrl-C
+/// ends the turn at once.
+#[test]
+fn ctrl_c_ends_the_wait_for_a_slow_model_list_at_once() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("never sent")]);
+    let gate = warden_mock_llm::Gate::new();
+    mock.gate_models(gate.clone());
+    let task = "a task long enough to ask for the context window first ".repeat(300);
+    let mut child = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", &task])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    warden_tests::wait_until("no model list asked for", || mock.model_lists() >= 1);
+    std::thread::sleep(Duration::from_millis(300));
+    let pressed = Instant::now();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    while child.try_wait().unwrap().is_none() && pressed.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = pressed.elapsed();
+    let _ = child.kill();
+    gate.open();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(mock.requests().is_empty(), "the turn went on");
+}

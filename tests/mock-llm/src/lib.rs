@@ -108,6 +108,8 @@ struct Shared {
     models: Mutex<Option<Value>>,
     /// How many times `/v1/models` was asked for.
     model_lists: Mutex<u32>,
+    /// Holds `/v1/models` answers back until it opens.
+    models_gate: Mutex<Option<Gate>>,
     /// A request estimated above this many tokens gets the 400 a real
     /// server sends for a prompt that does not fit its context.
     context_window: Mutex<Option<u64>>,
@@ -189,6 +191,12 @@ impl MockLlm {
     /// counted by [`MockLlm::model_lists`], not recorded with the others.
     pub fn set_models(&self, list: Value) {
         *lock(&self.shared.models) = Some(list);
+    }
+
+    /// Holds back the answers to `GET /v1/models` until `gate` opens, as
+    /// a server slow to list its models.
+    pub fn gate_models(&self, gate: Gate) {
+        *lock(&self.shared.models_gate) = Some(gate);
     }
 
     /// How many times `/v1/models` was asked for.

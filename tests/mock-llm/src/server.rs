@@ -64,6 +64,10 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     if req.method() == hyper::Method::GET && path == "/v1/models" {
         *lock(&shared.model_lists) += 1;
+        let gate = lock(&shared.models_gate).clone();
+        if let Some(gate) = gate {
+            gate.opened().await;
+        }
         let list = lock(&shared.models).clone().unwrap_or_else(
             || json!({ "object": "list", "data": [{ "id": "mock", "object": "model" }] }),
         );

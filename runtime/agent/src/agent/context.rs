@@ -73,7 +73,13 @@ impl Agent {
         let used = request_tokens(&self.history, tools);
         if self.window.is_none() && !self.window_probed && used > PROBE_ABOVE {
             self.window_probed = true;
-            self.window = self.client.context_window().await;
+            // A server slow to say its window is waited on like the model.
+            on(Event::Thinking);
+            self.window = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(AgentError::Cancelled),
+                w = self.client.context_window() => w,
+            };
         }
         let Some(window) = self.window else {
             return Ok(());
