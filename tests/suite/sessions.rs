@@ -1139,3 +1139,26 @@ fn a_transcript_write_that_fails_partway_loses_only_that_record() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("again"), "{}", r.stdout);
 }
+
+/// The tokens a compaction's summary spent count like any others.
+#[test]
+fn the_tokens_of_a_summary_are_counted() {
+    use warden_mock_llm::chunk;
+    let sb = Sandbox::new();
+    let summary = Reply::Sse(vec![
+        chunk::text("The user sent two long messages."),
+        chunk::finish("stop"),
+        chunk::usage(100, 20),
+        chunk::done(),
+    ]);
+    let mock = MockLlm::start(vec![answer("One."), answer("Two."), summary]);
+    let long = "a long message that only a summary can shorten ".repeat(100);
+    let r = warden_chat(&sb, &mock, &[], &format!("{long}\n{long}\n/compact\n"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("conversation compacted"), "{}", r.stderr);
+    assert_eq!(mock.requests().len(), 3, "{}", r.stderr);
+    let list = run(sb.warden().args(["sessions", "--json"]));
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    // Two answers of 10 + 5 tokens, and the summary's 100 + 20.
+    assert_eq!(list[0]["usage"]["total_tokens"], 150, "{list}");
+}

@@ -122,7 +122,7 @@ impl Agent {
         let recent = self.last_turn_start();
         self.shorten_outputs(1..recent, target, tools);
         if request_tokens(&self.history, tools) > target {
-            self.summarize(target, tools, cancel).await?;
+            self.summarize(target, tools, cancel, on).await?;
         }
         if request_tokens(&self.history, tools) > limit {
             let all = 1..self.history.len();
@@ -197,6 +197,7 @@ impl Agent {
         target: u64,
         tools: &[ToolDef],
         cancel: &CancellationToken,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<(), AgentError> {
         // Keep the newest messages worth up to half the target, starting at
         // a user or assistant message (a tool result needs its call).
@@ -241,10 +242,15 @@ impl Agent {
         });
         let budget_bytes = (target / 2).saturating_sub(request_tokens(&self.history[..1], tools))
             * BYTES_PER_TOKEN;
-        let summary = tokio::select! {
+        let (summary, usage) = tokio::select! {
             s = self.summary_by_model(&older, budget_bytes as usize) => s,
             _ = cancel.cancelled() => return Err(AgentError::Cancelled),
         };
+        // The summary's tokens are spent like any others: counted.
+        if let Some(usage) = usage {
+            self.record(Record::Usage { ts: now(), usage })?;
+            on(Event::Usage(usage));
+        }
         let summary = summary.unwrap_or_else(|| summary_by_list(&older));
         let mut text = format!(
             "[The earlier conversation was compacted to fit the context window. Summary:]\n{summary}"
@@ -266,8 +272,13 @@ impl Agent {
     }
 
     /// Asks the model, without tools, for a summary of `older`, shown to it
-    /// in at most `max_bytes`. `None` when it fails.
-    async fn summary_by_model(&self, older: &[Message], max_bytes: usize) -> Option<String> {
+    /// in at most `max_bytes`: the summary (`None` when it fails), and the
+    /// tokens the call reported.
+    async fn summary_by_model(
+        &self,
+        older: &[Message],
+        max_bytes: usize,
+    ) -> (Option<String>, Option<crate::Usage>) {
         let messages = [
             Message::System {
                 content: "You condense a conversation between a user and a coding agent into \
@@ -284,9 +295,12 @@ impl Agent {
             messages: &messages,
             tools: &[],
         };
-        let c = self.client.complete(request, &mut |_| {}).await.ok()?;
+        let Ok(c) = self.client.complete(request, &mut |_| {}).await else {
+            return (None, None);
+        };
         let text = c.content.trim();
-        (!text.is_empty() && c.tool_calls.is_empty()).then(|| cut(text, 3_000))
+        let summary = (!text.is_empty() && c.tool_calls.is_empty()).then(|| cut(text, 3_000));
+        (summary, c.usage)
     }
 }
 
