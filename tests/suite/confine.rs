@@ -110,7 +110,8 @@ fn spawn_talks_over_pipes_and_drop_kills_everything_it_started() {
 fn a_missing_grant_or_working_directory_is_a_setup_error_and_nothing_runs() {
     let sb = Sandbox::new();
     let mut s = spec(&sb, "echo ran");
-    s.read = vec![sb.ws.join("no-such-dir")];
+    // Beside the write grant: one inside it would be refused as nested.
+    s.read = vec![sb.outside.join("no-such-dir")];
     let e = warden_confine::run(&s).unwrap_err().to_string();
     assert!(
         e.contains("cannot open the granted directory") && e.contains("no-such-dir"),

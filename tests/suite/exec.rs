@@ -840,6 +840,28 @@ fn a_granted_program_swapped_for_a_link_opens_nothing() {
     );
 }
 
+/// A granted program in the workspace that a symlink leads outside (a
+/// tool that may write the workspace could have made that link before
+/// this session) is not allowed: the file it leads to stays unreadable.
+#[test]
+fn a_granted_program_led_out_of_the_workspace_by_a_link_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let target = sb.outside.join("deploy.sh");
+    std::fs::write(&target, "#!/bin/sh\necho secret-token-4711\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir(sb.ws.join("bin")).unwrap();
+    std::os::unix::fs::symlink(&target, sb.ws.join("bin/tool")).unwrap();
+    sb.policy(&format!(
+        "[tools.shell]\nexec = [\"sh\", \"{}\"]\nread = [\".\"]\n",
+        sb.ws.join("bin/tool").display()
+    ));
+    sb.trust();
+    let r = shell(&sb, "cat bin/tool; bin/tool; echo done");
+    assert!(r.stdout.contains("\ndone"), "{}", r.stdout);
+    assert!(!r.stdout.contains("secret-token-4711"), "{}", r.stdout);
+}
+
 /// SysV shared memory of the host is not the run's: it has its own IPC
 /// namespace.
 #[test]

@@ -1104,7 +1104,7 @@ fn a_transcript_write_that_fails_partway_loses_only_that_record() {
                   \"$0\" chat; rc=$?; cp -a \"$d\"/. \"$k\"/; umount \"$d\"; \
                   cp -a \"$k\"/. \"$d\"/; exit $rc";
     let mut child = sb
-        .warden_at(Path::new("/usr/bin/unshare"))
+        .warden_at(Path::new("unshare"))
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("OPENAI_API_KEY", KEY)
         .args(["-m", "sh", "-c", script])

@@ -820,13 +820,16 @@ fn open_programs(spec: &Spec) -> Result<Vec<OwnedFd>, String> {
     use nix::fcntl::{OpenHow, ResolveFlag};
     spec.programs
         .iter()
+        // One that is gone (`cargo clean`) gets no rule: it cannot run, and
+        // the other commands still can.
+        .filter(|path| path.exists())
         .map(|path| {
             let how = OpenHow::new()
                 .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
                 .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
             let replaced = || {
                 format!(
-                    "setup the granted program {} is no longer the file warden found at start (a symlink is on its path now, or it is not a regular file); restore it or restart warden",
+                    "setup the granted program {} is no longer the file warden found at start (a symlink is on its path now, or it is not a regular file); put the program back in its place",
                     path.display()
                 )
             };

@@ -2,6 +2,7 @@
 //! enforce the wall-clock limit, and kill the whole run when it is over.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -49,6 +50,8 @@ fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
     // granted variables' values (tokens), and any user of the host can
     // read any process's command line, but only its owner its environment.
     Command::new(helper_path())
+        // As `ps` shows it: warden, not the `exe` of its path.
+        .arg0("warden")
         .arg(HELPER_ARG)
         .arg(std::process::id().to_string())
         .env_clear()

@@ -73,12 +73,13 @@ pub struct ToolRecord {
     /// The URL of an MCP server warden connects to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// SHA-256 of each workspace file an MCP server's command line names
-    /// (its script, or its program), keyed as the command line names it:
-    /// a tool that may write the workspace must not change what the server
-    /// runs with its grants.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub files: BTreeMap<String, String>,
+    /// SHA-256 of each workspace file an MCP server's command line runs
+    /// (its program or script), keyed as the command line names it: a tool
+    /// that may write the workspace must not change what the server runs
+    /// with its grants. `None` for other tools, and in records of MCP
+    /// servers written before warden recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, String>>,
     /// Its capabilities.
     pub caps: BTreeSet<Capability>,
     /// Its limits.
@@ -92,7 +93,7 @@ impl ToolRecord {
             origin: if builtin { "builtin" } else { "drop-in" }.to_string(),
             launch: None,
             url: None,
-            files: BTreeMap::new(),
+            files: None,
             caps: grants.set(),
             limits: grants.limits,
         }
@@ -110,7 +111,7 @@ impl ToolRecord {
             origin: "mcp".to_string(),
             launch: command,
             url,
-            files,
+            files: Some(files),
             caps: grants.set(),
             limits: grants.limits,
         }

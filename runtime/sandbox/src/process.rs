@@ -70,7 +70,12 @@ impl ExecPlan {
     ) -> ExecPlan {
         let programs: Vec<(String, Result<PathBuf, String>)> = grants
             .programs()
-            .map(|p| (p.to_string(), resolve(p)))
+            .map(|p| {
+                (
+                    p.to_string(),
+                    resolve(p).and_then(|r| not_led_out(r, workspace)),
+                )
+            })
             .collect();
         let mut read = Vec::new();
         let mut write = Vec::new();
@@ -242,6 +247,22 @@ impl ExecPlan {
             Err(e) => Err(ExecError::Failed(e.to_string())),
         }
     }
+}
+
+/// `program`, unless it lies in the workspace and a symlink there leads it
+/// outside: a tool that may write the workspace could point it at any
+/// file, which every later run would be allowed to read.
+fn not_led_out(program: PathBuf, workspace: &Path) -> Result<PathBuf, String> {
+    let target = std::fs::canonicalize(&program).map_err(|e| e.to_string())?;
+    if program.starts_with(workspace) && !target.starts_with(workspace) {
+        return Err(format!(
+            "{} leads out of the workspace through a symlink (to {}); grant that program \
+             itself if you mean it",
+            program.display(),
+            target.display()
+        ));
+    }
+    Ok(program)
 }
 
 /// A bare name on warden's `PATH`, or an absolute path; either must be an

@@ -645,12 +645,12 @@ impl McpTools {
                 inert(&gone)
             ));
         }
-        let changed = launch_files(&server.launch, &self.root) != server.files;
-        if changed {
+        let changed = changed_files(&server.files, &launch_files(&server.launch, &self.root));
+        if !changed.is_empty() {
             return Err(format!(
                 "MCP server `{name}` had exited, and a file its command runs changed since the \
-                 session began, so it is not started again; review with `warden trust`, then \
-                 start warden again"
+                 session began ({changed}), so it is not started again; review with \
+                 `warden trust`, then start warden again"
             ));
         }
         let ((client, tools), (process, stderr)) = self
@@ -887,16 +887,20 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
     Ok(spec)
 }
 
-/// SHA-256 of each workspace file the command line of `launch` names (a
-/// script, or the program itself), keyed as it names it: a path relative
-/// to the workspace, or an absolute one inside it. Modules the server
-/// imports from the workspace are not among them.
+/// SHA-256 of each workspace file the command line of `launch` runs,
+/// keyed as it names it: its program, and the scripts it names (files
+/// that are executable, or end in the suffix of a script or module), by a
+/// path relative to the workspace or an absolute one inside it. Data it
+/// names (`--db data.db`) is not among them: the server may change that
+/// itself. Nor are modules its scripts import.
 pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, String> {
+    use std::os::unix::fs::PermissionsExt;
     let McpLaunch::Command(argv) = launch else {
         return BTreeMap::new();
     };
     argv.iter()
-        .filter_map(|arg| {
+        .enumerate()
+        .filter_map(|(i, arg)| {
             if arg.is_empty() || arg.starts_with('-') {
                 return None;
             }
@@ -907,16 +911,63 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
                 .parent()
                 .and_then(|p| p.canonicalize().ok())
                 .is_some_and(|p| p.starts_with(root));
-            if !inside {
+            let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file());
+            let code = meta.is_some_and(|m| {
+                let script = Path::new(arg)
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| SCRIPT_SUFFIXES.contains(&e));
+                i == 0 || script || m.permissions().mode() & 0o111 != 0
+            });
+            if !inside || !code {
                 return None;
             }
-            let bytes = std::fs::metadata(&path)
-                .ok()
-                .filter(std::fs::Metadata::is_file)
-                .and_then(|_| std::fs::read(&path).ok())?;
-            Some((arg.clone(), warden_policy::sha256_hex(&bytes)))
+            let file = std::fs::File::open(&path).ok()?;
+            let mut hash = sha2::Sha256::default();
+            std::io::copy(&mut std::io::BufReader::new(file), &mut hash).ok()?;
+            let hex = sha2::Digest::finalize(hash)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Some((arg.clone(), hex))
         })
         .collect()
+}
+
+/// Suffixes of the files an interpreter runs.
+const SCRIPT_SUFFIXES: &[&str] = &[
+    "py", "pyc", "js", "mjs", "cjs", "ts", "mts", "cts", "sh", "bash", "rb", "pl", "php", "lua",
+    "jar", "wasm", "exe",
+];
+
+/// Why the files a server runs are not those of its trust record
+/// (`trusted`: `None` in a record written before they were recorded), if
+/// they are not.
+pub(crate) fn files_changed(
+    trusted: Option<&BTreeMap<String, String>>,
+    now: &BTreeMap<String, String>,
+) -> Option<String> {
+    let Some(trusted) = trusted else {
+        return (!now.is_empty()).then(|| {
+            format!(
+                "it was trusted by an older warden, which did not record the files it runs ({})",
+                inert(&now.keys().cloned().collect::<Vec<_>>().join(", "))
+            )
+        });
+    };
+    let changed = changed_files(trusted, now);
+    (!changed.is_empty()).then(|| format!("{changed} is not as you trusted it"))
+}
+
+/// The names of the files that differ between `before` and `now`, inert.
+fn changed_files(before: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> String {
+    let names: std::collections::BTreeSet<&String> = before.keys().chain(now.keys()).collect();
+    let changed: Vec<&str> = names
+        .into_iter()
+        .filter(|f| before.get(*f) != now.get(*f))
+        .map(String::as_str)
+        .collect();
+    inert(&changed.join(", ")).into_owned()
 }
 
 /// The program of a command: a path (relative ones from the workspace),
@@ -949,6 +1000,39 @@ mod tests {
         assert!(is_tool_name(&exposed_name("gh", "list.files")));
         // No server tool can take a built-in's name.
         assert!(exposed_name("read", "file").contains("__"));
+    }
+
+    #[test]
+    fn what_a_server_runs_is_pinned_and_the_data_it_names_is_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::write(root.join("server.py"), "print(1)").unwrap();
+        std::fs::write(root.join("data.db"), "rows").unwrap();
+        let argv = [
+            "python3",
+            "server.py",
+            "--db",
+            "data.db",
+            "--flag=x.py",
+            "/bin/sh",
+        ];
+        let launch = McpLaunch::Command(argv.iter().map(|a| a.to_string()).collect());
+        let files = launch_files(&launch, &root);
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["server.py"]);
+        assert_eq!(files_changed(Some(&files), &files), None);
+        let mut rewritten = files.clone();
+        rewritten.insert("server.py".into(), "0".repeat(64));
+        assert_eq!(
+            files_changed(Some(&files), &rewritten).as_deref(),
+            Some("server.py is not as you trusted it")
+        );
+        // A record written before files were recorded: refused when the
+        // server runs any, and says why.
+        assert!(
+            files_changed(None, &files)
+                .is_some_and(|why| why.contains("trusted by an older warden"))
+        );
+        assert_eq!(files_changed(None, &BTreeMap::new()), None);
     }
 
     #[test]

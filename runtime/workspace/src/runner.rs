@@ -147,12 +147,11 @@ impl SandboxRunner {
         match self.prepare(tool, arguments, cancel) {
             Err(refused) => deliver(*refused),
             Ok((args, control)) => {
-                // Only a tool with a write grant can change a file: the
-                // others (a fetch, a read) are no change to undo.
-                let journal = self
-                    .journal
-                    .as_ref()
-                    .filter(|_| tool.grants().dirs().any(|(_, write)| write));
+                // A tool that says it changes things, or may write a file:
+                // a fetch or a read is no change to undo.
+                let journal = self.journal.as_ref().filter(|_| {
+                    tool.info().spec.mutates || tool.grants().dirs().any(|(_, write)| write)
+                });
                 if let Some(j) = journal {
                     j.before(tool, args.args());
                 }

@@ -346,22 +346,12 @@ impl Workspace {
             // What it runs from the workspace is what was trusted: a tool
             // that may write there must not rewrite the server's script.
             let files = crate::mcp::launch_files(&section.launch, &self.root);
-            let changed: Vec<&str> = trusted
+            if let Some(why) = trusted
                 .and_then(|t| t.get(&key))
-                .map(|t| {
-                    let names: BTreeSet<&String> = t.files.keys().chain(files.keys()).collect();
-                    names
-                        .into_iter()
-                        .filter(|f| t.files.get(*f) != files.get(*f))
-                        .map(String::as_str)
-                        .collect()
-                })
-                .unwrap_or_default();
-            if !changed.is_empty() {
+                .and_then(|t| crate::mcp::files_changed(t.files.as_ref(), &files))
+            {
                 warnings.push(format!(
-                    "MCP server `{name}` does not start: {} is not as you trusted it; review \
-                     with `warden trust`",
-                    warden_policy::inert(&changed.join(", "))
+                    "MCP server `{name}` does not start: {why}; review with `warden trust`"
                 ));
                 continue;
             }

@@ -1,6 +1,6 @@
 //! What changed between the trusted configuration and the current one.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::{ToolRecord, TrustState};
@@ -422,9 +422,14 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
 }
 
 fn tool_changes(tool: &str, t: &ToolRecord, c: &ToolRecord, out: &mut Vec<Change>) {
-    let files: BTreeSet<&String> = t.files.keys().chain(c.files.keys()).collect();
+    let none = BTreeMap::new();
+    let (tf, cf) = (
+        t.files.as_ref().unwrap_or(&none),
+        c.files.as_ref().unwrap_or(&none),
+    );
+    let files: BTreeSet<&String> = tf.keys().chain(cf.keys()).collect();
     for file in files {
-        let (from, to) = (t.files.get(file), c.files.get(file));
+        let (from, to) = (tf.get(file), cf.get(file));
         if from != to {
             out.push(Change::LaunchFileChanged {
                 tool: tool.to_string(),

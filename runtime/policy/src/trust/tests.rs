@@ -38,7 +38,7 @@ fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolReco
         origin: origin.to_string(),
         launch: None,
         url: None,
-        files: BTreeMap::new(),
+        files: None,
         caps: read
             .iter()
             .map(dir(false))
@@ -558,6 +558,8 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
         .get_mut("mcp.demo")
         .unwrap()
         .files
+        .as_mut()
+        .unwrap()
         .insert("my server.py".into(), "b".repeat(64));
     let shown = lines(&diff(&with, &rewritten));
     assert_eq!(shown.len(), 1, "{shown:?}");
