@@ -751,21 +751,8 @@ fn ctrl_c_cancels_a_compaction_in_chat() {
         .unwrap();
     // The third request is the summary, which never comes back.
     warden_tests::wait_until("no summary request", || mock.requests().len() >= 3);
-    std::thread::sleep(Duration::from_millis(300));
-    let pressed = Instant::now();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    // Before the fix it waited out the request timeout (minutes): give it
-    // 20 s, then end it.
-    while child.try_wait().unwrap().is_none() && pressed.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let took = pressed.elapsed();
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    // Before the fix it waited out the request timeout (minutes).
+    let (took, out) = ctrl_c(child);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
     assert!(out.status.success(), "{stderr}");
@@ -786,7 +773,7 @@ fn ctrl_c_ends_the_wait_for_a_slow_model_list_at_once() {
     let gate = warden_mock_llm::Gate::new();
     mock.gate_models(gate.clone());
     let task = "a task long enough to ask for the context window first ".repeat(300);
-    let mut child = sb
+    let child = sb
         .warden()
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("OPENAI_API_KEY", "sk-test")
@@ -796,6 +783,17 @@ fn ctrl_c_ends_the_wait_for_a_slow_model_list_at_once() {
         .spawn()
         .unwrap();
     warden_tests::wait_until("no model list asked for", || mock.model_lists() >= 1);
+    let (took, out) = ctrl_c(child);
+    gate.open();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(mock.requests().is_empty(), "the turn went on");
+}
+
+/// Presses Ctrl-C (SIGINT) in `child` after a moment, and gives it 20 s to
+/// end (then kills it): how long it took, and how it ended.
+fn ctrl_c(mut child: std::process::Child) -> (Duration, std::process::Output) {
     std::thread::sleep(Duration::from_millis(300));
     let pressed = Instant::now();
     let sent = std::process::Command::new("kill")
@@ -808,10 +806,5 @@ fn ctrl_c_ends_the_wait_for_a_slow_model_list_at_once() {
     }
     let took = pressed.elapsed();
     let _ = child.kill();
-    gate.open();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(took < Duration::from_secs(5), "took {took:?}: {stderr}");
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(mock.requests().is_empty(), "the turn went on");
+    (took, child.wait_with_output().unwrap())
 }

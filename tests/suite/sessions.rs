@@ -19,12 +19,16 @@ fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
 
 /// `warden chat ARGS` with `input` on stdin (no terminal).
 fn warden_chat(sb: &Sandbox, mock: &MockLlm, args: &[&str], input: &str) -> Run {
-    let mut child = sb
-        .warden()
+    let mut chat = sb.warden();
+    chat.arg("chat").args(args);
+    with_input(chat, mock, input)
+}
+
+/// `cmd` against `mock`, with `input` on its stdin (no terminal).
+fn with_input(mut cmd: std::process::Command, mock: &MockLlm, input: &str) -> Run {
+    let mut child = cmd
         .env("OPENAI_BASE_URL", mock.base_url())
         .env("OPENAI_API_KEY", KEY)
-        .arg("chat")
-        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1103,27 +1107,14 @@ fn a_transcript_write_that_fails_partway_loses_only_that_record() {
                   mount -t tmpfs -o size=48k,mode=0700 tmpfs \"$d\" || exit 99; \
                   \"$0\" chat; rc=$?; cp -a \"$d\"/. \"$k\"/; umount \"$d\"; \
                   cp -a \"$k\"/. \"$d\"/; exit $rc";
-    let mut child = sb
-        .warden_at(Path::new("unshare"))
-        .env("OPENAI_BASE_URL", mock.base_url())
-        .env("OPENAI_API_KEY", KEY)
+    let mut unshared = sb.warden_at(Path::new("unshare"));
+    unshared
         .args(["-m", "sh", "-c", script])
         .arg(warden_tests::warden_bin())
-        .args([&sessions, &kept])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"read big.txt\nagain\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+        .args([&sessions, &kept]);
+    let r = with_input(unshared, &mock, "read big.txt\nagain\n");
+    let stderr = r.stderr;
+    assert_eq!(r.code, 0, "{stderr}");
     assert!(
         stderr.contains("cannot write the session transcript"),
         "{stderr}"
