@@ -1153,3 +1153,16 @@ fn the_tokens_of_a_summary_are_counted() {
     // Two answers of 10 + 5 tokens, and the summary's 100 + 20.
     assert_eq!(list[0]["usage"]["total_tokens"], 150, "{list}");
 }
+
+/// `/compact` of a short conversation says that nothing was compacted,
+/// and asks the model for no summary.
+#[test]
+fn compacting_a_short_conversation_says_there_was_nothing_to_compact() {
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![answer("Hello.")]);
+    let r = warden_chat(&sb, &mock, &[], "hi\n/compact\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("nothing to compact"), "{}", r.stderr);
+    assert!(!r.stderr.contains("conversation compacted"), "{}", r.stderr);
+    assert_eq!(mock.requests().len(), 1);
+}

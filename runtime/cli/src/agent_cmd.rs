@@ -533,7 +533,8 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                     until_ctrl_c(&rt, &cancel, agent.compact_now(&cancel, &mut |e| r.on(e)));
                 r.stop_spinner();
                 match compacted {
-                    Ok(()) => eprintln!("conversation compacted (the transcript keeps it whole)"),
+                    Ok(true) => eprintln!("conversation compacted (the transcript keeps it whole)"),
+                    Ok(false) => eprintln!("nothing to compact: the conversation is short already"),
                     Err(AgentError::Cancelled) => {
                         eprintln!("\ncompaction cancelled; the conversation is kept as it was")
                     }

@@ -91,14 +91,16 @@ impl Agent {
         let target = budget(window) * 7 / 10;
         self.compact(target, budget(window), tools, cancel, on)
             .await
+            .map(|_| ())
     }
 
     /// Compacts the conversation now, to about half its size (`/compact`).
+    /// Whether anything was made shorter (a short conversation is not).
     pub async fn compact_now(
         &mut self,
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<(), AgentError> {
+    ) -> Result<bool, AgentError> {
         let tools = self.offered();
         // Half of the conversation; the system prompt and tools stay.
         let fixed = request_tokens(&self.history[..1], &tools);
@@ -109,7 +111,7 @@ impl Agent {
 
     /// Shrinks the history towards `target` estimated tokens: old tool
     /// outputs first, then a summary of the older turns; then, only if it
-    /// is still over `limit`, the latest outputs too.
+    /// is still over `limit`, the latest outputs too. Whether it is shorter.
     async fn compact(
         &mut self,
         target: u64,
@@ -117,7 +119,7 @@ impl Agent {
         tools: &[ToolDef],
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<(), AgentError> {
+    ) -> Result<bool, AgentError> {
         let before = request_tokens(&self.history, tools);
         let recent = self.last_turn_start();
         self.shorten_outputs(1..recent, target, tools);
@@ -140,7 +142,7 @@ impl Agent {
             })?;
             on(Event::Compacted { before, after });
         }
-        Ok(())
+        Ok(after < before)
     }
 
     /// Where the latest model turn starts: the last assistant message, or
