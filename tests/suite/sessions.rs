@@ -258,14 +258,7 @@ fn continue_show_rm_and_usage() {
         "{}",
         r.stderr
     );
-    let users: Vec<String> = bodies(&mock)[2]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(users, ["task \x1b]0;one", "two"]);
+    assert_eq!(user_messages(&bodies(&mock)[2]), ["task \x1b]0;one", "two"]);
 
     let list = run(sb.warden().args(["sessions", "--json"]));
     let list: Value = serde_json::from_str(&list.stdout).unwrap();
@@ -968,17 +961,20 @@ fn the_model_hears_of_an_undo_in_chat_with_the_next_message() {
     assert_eq!(last_user(&bodies[3]), "and then?");
 }
 
-/// The last user message of a request body.
-fn last_user(body: &Value) -> String {
+/// The user messages of a request body, in order.
+fn user_messages(body: &Value) -> Vec<String> {
     body["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap()
-        .to_string()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The last user message of a request body.
+fn last_user(body: &Value) -> String {
+    user_messages(body).pop().unwrap()
 }
 
 /// `told` is the user's `words`, then the note that undo put back
@@ -1039,14 +1035,7 @@ fn continue_skips_a_session_in_which_nothing_was_said() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let bodies = bodies(&mock);
     assert_eq!(bodies.len(), 2);
-    let asked: Vec<String> = bodies[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(asked, ["first task", "again"]);
+    assert_eq!(user_messages(&bodies[1]), ["first task", "again"]);
 }
 
 /// A tool that may not write (here `fetch`, which needs approval for its

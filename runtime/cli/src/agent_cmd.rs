@@ -335,8 +335,8 @@ fn report_changes(c: &TurnChanges) {
     }
 }
 
-/// `warden undo` and `/undo`: puts back what the last turn changed; the
-/// exit code, and the paths put back.
+/// `warden undo` and `/undo`: puts back what the last turn changed (and
+/// notes it for that turn's session's model); the exit code.
 pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result<u8> {
     let dir = ws.folders.undo(&ws.root)?;
     let Some(done) = warden_workspace::undo::undo_last(&dir, tools)? else {

@@ -833,12 +833,13 @@ fn open_programs(spec: &Spec) -> Result<Vec<OwnedFd>, String> {
                     path.display()
                 )
             };
+            let cannot =
+                |e: Errno| format!("setup cannot open the granted program {}: {e}", path.display());
             let fd = nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path.as_path(), how).map_err(|e| match e {
                 Errno::ELOOP | Errno::EXDEV => replaced(),
-                e => format!("setup cannot open the granted program {}: {e}", path.display()),
+                e => cannot(e),
             })?;
-            let st = nix::sys::stat::fstat(&fd)
-                .map_err(|e| format!("setup cannot open the granted program {}: {e}", path.display()))?;
+            let st = nix::sys::stat::fstat(&fd).map_err(cannot)?;
             if st.st_mode & libc::S_IFMT != libc::S_IFREG {
                 return Err(replaced());
             }

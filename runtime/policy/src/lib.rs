@@ -39,6 +39,7 @@ pub use inert::{inert, inert_text, json_kind};
 pub use network::{HostPattern, NetworkAllow};
 pub use trust::{
     Change, ComponentEntry, Decision, ToolRecord, TrustState, TrustStore, decide, diff, sha256_hex,
+    sha256_hex_of,
 };
 pub use units::{format_size, parse_duration, parse_size};
 

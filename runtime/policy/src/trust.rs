@@ -129,10 +129,19 @@ impl ToolRecord {
 
 /// SHA-256 of `bytes`, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+/// SHA-256 of what `reader` reads to its end, lowercase hex, without
+/// holding it all in memory.
+pub fn sha256_hex_of(reader: impl std::io::Read) -> std::io::Result<String> {
+    let mut hash = Sha256::default();
+    std::io::copy(&mut std::io::BufReader::new(reader), &mut hash)?;
+    Ok(hex(&hash.finalize()))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The per-user trust store: one JSON file per workspace.

@@ -923,13 +923,7 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
                 return None;
             }
             let file = std::fs::File::open(&path).ok()?;
-            let mut hash = sha2::Sha256::default();
-            std::io::copy(&mut std::io::BufReader::new(file), &mut hash).ok()?;
-            let hex = sha2::Digest::finalize(hash)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            Some((arg.clone(), hex))
+            Some((arg.clone(), warden_policy::sha256_hex_of(file).ok()?))
         })
         .collect()
 }

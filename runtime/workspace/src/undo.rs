@@ -170,11 +170,9 @@ impl Journal {
     /// was last told, as the model named them; forgotten once taken, so
     /// that the model hears of them once, with the next message.
     pub fn take_undone(&self) -> io::Result<Vec<String>> {
-        let name = undone_file(&self.session);
         let undone = read_undone(&self.dir, &self.session)?;
-        if !undone.is_empty() {
-            self.dir.remove(name)?;
-        }
+        // A missing file is no error; a damaged one goes too.
+        self.dir.remove(undone_file(&self.session))?;
         Ok(undone)
     }
 
