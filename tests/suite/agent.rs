@@ -702,6 +702,38 @@ fn on_a_terminal_the_usage_line_follows_the_answer_on_its_own_line() {
 /// A reader that goes away (`warden run … | head`) ends nothing early:
 /// the run finishes, reports what it changed and exits 0.
 #[test]
+fn closed_stdout_and_stderr_do_not_end_the_run_midway() {
+    // As in `warden run … 2>&1 | head` once head has exited: every line
+    // warden writes, the tool-call line and the `changed:` report on stderr
+    // too, meets a closed pipe.
+    let sb = Sandbox::new();
+    let mock = MockLlm::start(vec![
+        calls(&[("w", "write_file", r#"{"path":"new.txt","content":"made"}"#)]),
+        answer("Written."),
+    ]);
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .args(["run", "--yes", "write new.txt"])
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("new.txt")).unwrap(),
+        "made"
+    );
+    // The session was recorded to its end.
+    let (_, lines) = transcript(&sb);
+    let last = lines.iter().rev().find(|l| l["type"] == "message").unwrap();
+    assert_eq!(last["message"]["content"], "Written.", "{lines:?}");
+}
+
+#[test]
 fn a_closed_stdout_does_not_end_the_run_in_a_panic() {
     let sb = Sandbox::new();
     let mock = MockLlm::start(vec![

@@ -90,7 +90,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
     let (mut settings, notes) =
         settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)?;
     for n in notes {
-        eprintln!("note: {}", inert(&n));
+        stderr_line!("note: {}", inert(&n));
     }
     settings::backoff_from_env(&env, &mut settings.client);
     let tools = ws.toolset_with_mcp(Some(crate::render::compiling()))?;
@@ -109,7 +109,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         }
     }
     if !approver.can_approve() && tools.enabled().any(|t| mode.asks(t.grants())) {
-        eprintln!(
+        stderr_line!(
             "note: no terminal and no --yes: calls that need approval (writes, network) will be \
              refused; pass --yes (or --approval never) to allow them"
         );
@@ -170,7 +170,7 @@ fn send(
 ) -> Result<String, AgentError> {
     let (approver, journal) = built;
     let undone = journal.take_undone().unwrap_or_else(|e| {
-        eprintln!(
+        stderr_line!(
             "warning: the model is not told what undo put back: {}",
             inert(&e.to_string())
         );
@@ -263,7 +263,7 @@ pub fn run(
             Err(_) => r.line_break(),
         }
         if let Some(line) = Renderer::usage_line(&usage, calls) {
-            eprintln!("{line}");
+            stderr_line!("{line}");
         }
     }
     let reason = match &result {
@@ -285,7 +285,7 @@ pub fn run(
             // The model may say it succeeded; what it was refused says otherwise.
             let refused = approver.refused_unasked();
             if refused > 0 {
-                eprintln!(
+                stderr_line!(
                     "warden: {refused} call(s) needing approval were refused (no terminal, no \
                      --yes); pass --yes or --approval never to allow them"
                 );
@@ -307,8 +307,8 @@ pub fn run(
             } else {
                 report_changes(&changes);
             }
-            eprintln!("error: {}", inert(&e.to_string()));
-            eprintln!(
+            stderr_line!("error: {}", inert(&e.to_string()));
+            stderr_line!(
                 "session {session_id} keeps what was done: `warden run --resume {session_id} \"...\"` continues it"
             );
             Ok(code)
@@ -325,13 +325,13 @@ pub fn usage_json(u: &Usage) -> serde_json::Value {
 fn report_changes(c: &TurnChanges) {
     if !c.changed.is_empty() {
         let shown: Vec<String> = c.changed.iter().map(|p| inert(p).into_owned()).collect();
-        eprintln!(
+        stderr_line!(
             "changed: {} (`warden undo` puts them back)",
             shown.join(", ")
         );
     }
     for n in &c.notes {
-        eprintln!("note: {}", inert(n));
+        stderr_line!("note: {}", inert(n));
     }
 }
 
@@ -340,24 +340,24 @@ fn report_changes(c: &TurnChanges) {
 pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result<u8> {
     let dir = ws.folders.undo(&ws.root)?;
     let Some(done) = warden_workspace::undo::undo_last(&dir, tools)? else {
-        eprintln!("nothing to undo in this workspace");
+        stderr_line!("nothing to undo in this workspace");
         return Ok(0);
     };
     if !done.restored.is_empty() {
-        eprintln!(
+        stderr_line!(
             "restored as before the last turn of session {}: {}",
             done.session,
             done.restored.join(", ")
         );
     }
     for p in &done.kept {
-        eprintln!("kept {p}: it holds files the turn did not make (the turn's own are removed)");
+        stderr_line!("kept {p}: it holds files the turn did not make (the turn's own are removed)");
     }
     for p in &done.problems {
-        eprintln!("not restored: {p}");
+        stderr_line!("not restored: {p}");
     }
     if done.pending {
-        eprintln!(
+        stderr_line!(
             "what was not restored stays recorded: `warden undo` tries it again; \
              `warden undo --skip` drops it, so that the next undo goes a turn further back"
         );
@@ -368,7 +368,7 @@ pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result
         EXIT_FAILED
     };
     if let Some(why) = &done.untold {
-        eprintln!(
+        stderr_line!(
             "warning: the model of session {} will not be told what was put back: {}",
             done.session,
             inert(why)
@@ -381,8 +381,8 @@ pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result
 pub fn undo_skip(ws: &Workspace) -> anyhow::Result<u8> {
     let dir = ws.folders.undo(&ws.root)?;
     match warden_workspace::undo::skip_last(&dir)? {
-        None => eprintln!("nothing to undo in this workspace"),
-        Some((session, paths)) => eprintln!(
+        None => stderr_line!("nothing to undo in this workspace"),
+        Some((session, paths)) => stderr_line!(
             "dropped the undo record of the last turn of session {} ({}); `warden undo` now \
              goes to the turn before it",
             inert(&session),
@@ -473,12 +473,12 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         .session()
         .map(|s| s.id().to_string())
         .unwrap_or_default();
-    eprintln!(
+    stderr_line!(
         "warden chat — session {id}. /tools, /clear, /undo, /exit; Ctrl-C cancels a turn, \
          Ctrl-D quits."
     );
     if !records.is_empty() {
-        eprintln!("{}", recap(&records));
+        stderr_line!("{}", recap(&records));
     }
     let mut r = Renderer::new(false);
     loop {
@@ -500,9 +500,9 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                     Ok(()) => {
                         // A model that forgot everything needs no news of it.
                         let _ = journal.take_undone();
-                        eprintln!("conversation cleared (the transcript keeps it)");
+                        stderr_line!("conversation cleared (the transcript keeps it)");
                     }
-                    Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+                    Err(e) => stderr_line!("error: {}", inert(&e.to_string())),
                 }
                 continue;
             }
@@ -513,7 +513,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                     } else {
                         "read-only"
                     };
-                    eprintln!(
+                    stderr_line!(
                         "  {:<12} {mode:<13} {}",
                         t.def.name,
                         crate::render::short(&t.def.description, 60)
@@ -523,7 +523,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             }
             "/undo" => {
                 if let Err(e) = undo(ws, runner.toolset()) {
-                    eprintln!("error: {}", inert(&format!("{e:#}")));
+                    stderr_line!("error: {}", inert(&format!("{e:#}")));
                 }
                 continue;
             }
@@ -533,24 +533,28 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                     until_ctrl_c(&rt, &cancel, agent.compact_now(&cancel, &mut |e| r.on(e)));
                 r.stop_spinner();
                 match compacted {
-                    Ok(true) => eprintln!("conversation compacted (the transcript keeps it whole)"),
-                    Ok(false) => eprintln!("nothing to compact: the conversation is short already"),
-                    Err(AgentError::Cancelled) => {
-                        eprintln!("\ncompaction cancelled; the conversation is kept as it was")
+                    Ok(true) => {
+                        stderr_line!("conversation compacted (the transcript keeps it whole)")
                     }
-                    Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+                    Ok(false) => {
+                        stderr_line!("nothing to compact: the conversation is short already")
+                    }
+                    Err(AgentError::Cancelled) => {
+                        stderr_line!("\ncompaction cancelled; the conversation is kept as it was")
+                    }
+                    Err(e) => stderr_line!("error: {}", inert(&e.to_string())),
                 }
                 continue;
             }
             "/help" => {
-                eprintln!(
+                stderr_line!(
                     "/tools  list tools · /compact  shorten older turns · /clear  forget the \
                      conversation · /undo  put back what the last turn changed · /exit  quit"
                 );
                 continue;
             }
             t if t.starts_with('/') => {
-                eprintln!("unknown command {t}: try /help");
+                stderr_line!("unknown command {t}: try /help");
                 continue;
             }
             _ => {}
@@ -564,23 +568,23 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 }
                 crate::events::out("\n");
             }
-            Err(AgentError::Cancelled) => eprintln!("\ncancelled; the conversation is kept"),
-            Err(e) => eprintln!("error: {}", inert(&e.to_string())),
+            Err(AgentError::Cancelled) => stderr_line!("\ncancelled; the conversation is kept"),
+            Err(e) => stderr_line!("error: {}", inert(&e.to_string())),
         }
         report_changes(&changes);
         let (usage, calls) = r.take_usage();
         if let Some(line) = Renderer::usage_line(&usage, calls) {
-            eprintln!("{line}");
+            stderr_line!("{line}");
         }
     }
     if let Some(dir) = &history
         && let Err(e) = save_history(&rl, dir)
     {
-        eprintln!("warning: the line history was not saved: {e}");
+        stderr_line!("warning: the line history was not saved: {e}");
     }
     // The transcript is complete without this line; losing it loses nothing.
     let _ = agent.finish("the user quit");
-    eprintln!(
+    stderr_line!(
         "session {id} saved: `warden chat --resume {id}` (or `warden chat --continue`) picks it up"
     );
     Ok(0)

@@ -163,15 +163,15 @@ pub fn new(name: &str, lang: &str, dir: Option<&Path>) -> anyhow::Result<u8> {
         f.write_all(text.as_bytes())?;
     }
     let shown = inert(&root.display().to_string()).into_owned();
-    println!("created {lang} tool project {shown}");
-    println!();
-    println!("build it (see {shown}/README.md):");
-    println!("  cd {shown}");
+    stdout_line!("created {lang} tool project {shown}");
+    stdout_line!();
+    stdout_line!("build it (see {shown}/README.md):");
+    stdout_line!("  cd {shown}");
     for line in build.lines() {
-        println!("  {line}");
+        stdout_line!("  {line}");
     }
-    println!();
-    println!("then install it: warden tools add {shown}/{output}");
+    stdout_line!();
+    stdout_line!("then install it: warden tools add {shown}/{output}");
     Ok(0)
 }
 
@@ -304,7 +304,7 @@ pub fn add(ws: &Workspace, file: &Path, user: bool, force: bool) -> anyhow::Resu
     let shown_dest = inert(&dest.display().to_string()).into_owned();
     match dir.read(name) {
         Ok(Some(old)) if old == *bytes => {
-            println!("{shown_dest} is already installed (same contents)");
+            stdout_line!("{shown_dest} is already installed (same contents)");
         }
         Ok(Some(_)) if !force => bail!(
             "{shown_dest} exists with other contents: pass --force to replace it, or rename \
@@ -313,7 +313,7 @@ pub fn add(ws: &Workspace, file: &Path, user: bool, force: bool) -> anyhow::Resu
         _ => {
             dir.write_atomic(name, &bytes)
                 .with_context(|| format!("cannot write {shown_dest}"))?;
-            println!("installed {shown_dest} ({where_})");
+            stdout_line!("installed {shown_dest} ({where_})");
         }
     }
 
@@ -353,7 +353,7 @@ pub fn add(ws: &Workspace, file: &Path, user: bool, force: bool) -> anyhow::Resu
          `warden tools call {} '{{...}}'`.",
         inert(&tools[0].spec.name)
     )?;
-    print!("{out}");
+    stdout_text!("{out}");
     Ok(0)
 }
 
@@ -402,13 +402,13 @@ pub fn compile(ws: &Workspace) -> anyhow::Result<u8> {
     let stats = tools.host().cache_stats();
     render::warnings(&tools);
     for p in &problems {
-        eprintln!(
+        stderr_line!(
             "warning: skipped {}: {}",
             inert(&p.location),
             inert(&p.reason)
         );
     }
-    println!(
+    stdout_line!(
         "{} component(s) compiled, {} already in the cache",
         stats.compiled(),
         stats.reused()

@@ -115,7 +115,7 @@ impl Renderer {
                 if self.json {
                     self.emit(json!({"type": "retry", "attempt": attempt, "wait_ms": wait.as_millis() as u64, "reason": reason}));
                 } else {
-                    eprintln!(
+                    stderr_line!(
                         "{}",
                         paint(
                             self.fancy,
@@ -134,7 +134,7 @@ impl Renderer {
                     self.emit(json!({"type": "restart"}));
                 } else {
                     self.line_break();
-                    eprintln!(
+                    stderr_line!(
                         "{}",
                         paint(
                             self.fancy,
@@ -150,7 +150,7 @@ impl Renderer {
                 } else {
                     self.stop_spinner();
                     self.line_break();
-                    eprintln!(
+                    stderr_line!(
                         "note: the answer was cut off at the model's output token limit; ask it to \
                          continue, or raise the server's max tokens"
                     );
@@ -164,7 +164,7 @@ impl Renderer {
                     // line is cleared first.
                     self.stop_spinner();
                     self.line_break();
-                    eprintln!(
+                    stderr_line!(
                         "note: older turns compacted to fit the context window (about {before} → {after} tokens)"
                     );
                 }
@@ -174,7 +174,7 @@ impl Renderer {
                     self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
                 } else {
                     self.stop_spinner();
-                    eprintln!(
+                    stderr_line!(
                         "note: switching to the text tool protocol: {}",
                         inert(reason)
                     );
@@ -217,7 +217,7 @@ impl Renderer {
                         &format!("  ✗ {name} {key} ({ms} ms): {}", cut(first, 120)),
                     )
                 };
-                eprintln!("{line}");
+                stderr_line!("{line}");
             }
             Event::Usage(u) => {
                 self.usage.prompt_tokens += u.prompt_tokens;

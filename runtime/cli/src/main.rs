@@ -1,5 +1,34 @@
 //! `warden`: run sandboxed tools for LLM agents.
 
+// `stderr_line!` and `stdout_line!` panic when the stream is closed (`warden run …
+// 2>&1 | head`), which would end a run midway: before its changes are
+// reported, its session closed or its commands stopped. These write what
+// they can and go on.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! stderr_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! stdout_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+macro_rules! stdout_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod agent_cmd;
 mod approval;
 mod args;
@@ -89,7 +118,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     }
     let ws = Workspace::open(dir, folders)?;
     for n in &ws.notices {
-        eprintln!("note: {}", inert(n));
+        stderr_line!("note: {}", inert(n));
     }
     match cli.command {
         args::Command::Tools { command } => tools_cmd::run(&ws, command),

@@ -166,7 +166,7 @@ impl State {
         let rebuilt = served.is_some();
         let ws = Workspace::open(self.dir.as_deref(), self.folders.clone())?;
         for n in &ws.notices {
-            eprintln!("note: {}", inert(n));
+            stderr_line!("note: {}", inert(n));
         }
         let tools = ws.toolset_with_mcp(Some(crate::render::compiling()))?;
         crate::render::warnings(&tools);

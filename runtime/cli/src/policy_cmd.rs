@@ -100,7 +100,7 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     drop(out);
     render::warnings(&tools);
     for w in &server_warnings {
-        eprintln!("warning: {}", inert(w));
+        stderr_line!("warning: {}", inert(w));
     }
     Ok(0)
 }

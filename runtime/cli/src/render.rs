@@ -33,14 +33,14 @@ pub fn access(grants: Option<&Grants>, workspace: &Path) -> String {
 /// Prints load problems and policy warnings to stderr.
 pub fn warnings(tools: &Toolset) {
     for p in tools.host().problems() {
-        eprintln!(
+        stderr_line!(
             "warning: skipped {}: {}",
             inert(&p.location),
             inert(&p.reason)
         );
     }
     for w in tools.warnings() {
-        eprintln!("warning: {}", inert(w));
+        stderr_line!("warning: {}", inert(w));
     }
 }
 
@@ -48,7 +48,7 @@ pub fn warnings(tools: &Toolset) {
 pub fn compiling() -> warden_sandbox::OnCompile {
     Box::new(|location, size| {
         if size > 4 << 20 {
-            eprintln!(
+            stderr_line!(
                 "compiling {} ({} MiB); later starts reuse it",
                 inert(location),
                 size >> 20

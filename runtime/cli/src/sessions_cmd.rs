@@ -88,9 +88,9 @@ fn remove(ws: &Workspace, ids: Vec<String>, all: bool) -> anyhow::Result<u8> {
             match store.hold(&id) {
                 Ok(h) => held.push(h),
                 Err(SessionError::InUse { .. }) => {
-                    eprintln!("kept session {}: another warden has it open", inert(&id))
+                    stderr_line!("kept session {}: another warden has it open", inert(&id))
                 }
-                Err(e) => eprintln!("kept session {}: {}", inert(&id), inert(&e.to_string())),
+                Err(e) => stderr_line!("kept session {}: {}", inert(&id), inert(&e.to_string())),
             }
         }
     } else {
@@ -120,8 +120,10 @@ fn remove(ws: &Workspace, ids: Vec<String>, all: bool) -> anyhow::Result<u8> {
             .with_context(|| format!("cannot remove the undo snapshots of session {id}"))?;
     }
     match turns {
-        0 => eprintln!("removed {removed} session(s)"),
-        n => eprintln!("removed {removed} session(s) and the undo snapshots of their {n} turn(s)"),
+        0 => stderr_line!("removed {removed} session(s)"),
+        n => {
+            stderr_line!("removed {removed} session(s) and the undo snapshots of their {n} turn(s)")
+        }
     }
     Ok(0)
 }

@@ -35,11 +35,11 @@ impl Spinner {
                 let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
                 let mut i = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    eprint!("\r{} thinking", frames[i % frames.len()]);
+                    stderr_text!("\r{} thinking", frames[i % frames.len()]);
                     i += 1;
                     std::thread::sleep(Duration::from_millis(80));
                 }
-                eprint!("\r\x1b[2K");
+                stderr_text!("\r\x1b[2K");
             })
         });
         Spinner { stop, thread }

@@ -85,7 +85,7 @@ fn list(ws: &Workspace, tools: &Toolset, json: bool) -> anyhow::Result<u8> {
     drop(out);
     render::warnings(tools);
     if tools.entries().iter().any(|e| e.grants.is_none()) {
-        eprintln!("note: disabled tools are enabled by a `[tools.NAME]` section in warden.toml");
+        stderr_line!("note: disabled tools are enabled by a `[tools.NAME]` section in warden.toml");
     }
     Ok(0)
 }
@@ -180,7 +180,7 @@ fn call(tools: &Toolset, name: &str, args: String, json: bool) -> anyhow::Result
         Ok(_) => Ok(0),
         Err(e) => {
             if !json {
-                eprintln!("{}", inert_text(&e.to_string()));
+                stderr_line!("{}", inert_text(&e.to_string()));
             }
             Ok(
                 if e.kind == warden_sandbox::ErrorKind::UnknownTool
@@ -219,7 +219,7 @@ fn call_mcp(mcp: &McpTools, tool: &McpTool, args: &str, json: bool) -> anyhow::R
             writeln!(out)?;
         }
     } else {
-        eprintln!("{}", inert_text(&result.output));
+        stderr_line!("{}", inert_text(&result.output));
     }
     Ok(if result.ok { 0 } else { EXIT_TOOL_ERROR })
 }

@@ -136,9 +136,9 @@ pub fn ask_on_start(dir: Option<&Path>, folders: &Folders) -> anyhow::Result<()>
     }
     if ask(&ws.root, &changes)? {
         store.save(&ws.root, &current)?;
-        eprintln!("trusted: these apply now");
+        stderr_line!("trusted: these apply now");
     } else {
-        eprintln!(
+        stderr_line!(
             "not trusted: running with the last trusted configuration; `warden trust` accepts it later"
         );
     }
@@ -157,7 +157,7 @@ fn ask(root: &Path, changes: &[Change]) -> anyhow::Result<bool> {
         )),
         Answer::Closed => Ok(false),
         Answer::Interrupted => {
-            eprintln!("cancelled: nothing trusted, nothing run");
+            stderr_line!("cancelled: nothing trusted, nothing run");
             std::process::exit(crate::agent_cmd::EXIT_CANCELLED.into());
         }
     }
