@@ -1007,6 +1007,54 @@ fn the_model_hears_of_an_undo_run_apart_when_its_session_goes_on() {
     assert_eq!(last_user(&bodies[3]), "and then?");
 }
 
+/// An undo run from another terminal does not touch a turn that is still
+/// running: it would race the turn's calls, and the turn would write its
+/// record back afterwards. A turn whose warden was killed is undone.
+#[test]
+fn a_turn_still_running_in_another_warden_is_not_undone() {
+    let sb = Sandbox::new();
+    let thinking = Gate::new();
+    let mock = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"changed in chat"}"#,
+        )]),
+        Reply::Gated(thinking.clone(), Box::new(answer("Written."))),
+    ]);
+    let mut turn = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        .args(["run", "--yes", "change hello"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The second request comes after the write: the turn waits on the model.
+    let start = std::time::Instant::now();
+    while mock.requests().len() < 2 {
+        assert!(start.elapsed().as_secs() < 60, "no second request");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for args in [&["undo"][..], &["undo", "--skip"]] {
+        let r = run(sb.warden().args(args));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("is still running in another warden"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "changed in chat"
+    );
+    turn.kill().unwrap();
+    turn.wait().unwrap();
+    undo_puts_hello_back_and_no_more(&sb);
+}
+
 /// `warden undo` puts `hello.txt` back as the sandbox made it, and the
 /// next one has nothing left to undo.
 fn undo_puts_hello_back_and_no_more(sb: &Sandbox) {

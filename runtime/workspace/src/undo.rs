@@ -12,6 +12,7 @@
 pub mod beneath;
 
 use std::collections::BTreeSet;
+use std::fs::{File, TryLockError};
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
@@ -96,6 +97,8 @@ struct Turn {
     changed: BTreeSet<String>,
     /// The entries the running call may change.
     touching: Vec<usize>,
+    /// Held while the turn runs: see [`mark_running`].
+    running: Option<File>,
 }
 
 /// Records one session's turns for undo. Shared by the runner (which
@@ -181,10 +184,17 @@ impl Journal {
     pub fn before(&self, tool: &BoundTool, args: &Value) {
         let name = &tool.info().spec.name;
         let mut turn = self.lock();
-        let id = turn
-            .id
-            .get_or_insert_with(|| turn_id(&self.session))
-            .clone();
+        let id = match &turn.id {
+            Some(id) => id.clone(),
+            None => {
+                let id = turn_id(&self.session);
+                // Before its first record: an undo that finds the record
+                // finds the mark.
+                turn.running = mark_running(&self.dir, &id);
+                turn.id = Some(id.clone());
+                id
+            }
+        };
         let Some(paths) = touched(tool, args) else {
             let note = format!("changes made by `{name}` are not tracked and cannot be undone");
             if !turn.manifest.notes.contains(&note) {
@@ -308,7 +318,10 @@ impl Journal {
                 self.save(&id, &mut turn);
             }
             prune(&self.dir, KEPT_TURNS);
+            // Removed while still held: an undo finds no mark, or a held one.
+            let _ = self.dir.remove(running_file(&id));
         }
+        drop(turn.running.take());
         let skipped = turn
             .manifest
             .entries
@@ -333,6 +346,50 @@ fn turn_id(session: &str) -> String {
         .unwrap_or_default()
         .as_millis();
     format!("{ms:015}-{session}")
+}
+
+/// The session a turn id belongs to.
+fn session_of(id: &str) -> &str {
+    id.split_once('-').map_or("", |(_, s)| s)
+}
+
+/// The mark of a running turn (not a turn: turns end in `.json`).
+fn running_file(id: &str) -> String {
+    format!("{id}.running")
+}
+
+/// Marks turn `id` as running, until the returned file is closed (at the
+/// end of the turn, or when its warden ends however it ends): an undo run
+/// meanwhile, from another warden, refuses it ([`not_running`]). `None`
+/// when the mark cannot be made; the turn's record then fails to be
+/// written as well, and says so.
+fn mark_running(dir: &StateDir, id: &str) -> Option<File> {
+    let file = dir.create_new(running_file(id)).ok()?;
+    file.try_lock().ok()?;
+    Some(file)
+}
+
+/// Refuses turn `id` while it runs in another warden: undoing it would
+/// race its calls, and the turn would write its record back afterwards.
+/// A mark no warden holds (its warden was killed mid-turn) is removed.
+fn not_running(dir: &StateDir, id: &str) -> io::Result<()> {
+    let name = running_file(id);
+    let file = match dir.open_read(&name) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        opened => opened?,
+    };
+    match file.try_lock() {
+        Ok(()) => dir.remove(&name),
+        Err(TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!(
+                "the last turn, of session {}, is still running in another warden: undo it \
+                 once that turn has ended",
+                warden_policy::inert(session_of(id))
+            ),
+        )),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
 }
 
 /// Turn ids in `dir`, oldest first.
@@ -389,7 +446,7 @@ pub fn forget_session(dir: &StateDir, session: &str) -> io::Result<usize> {
     let mut forgotten = 0;
     for id in turns(dir)? {
         // `turn_id`: the time (digits), `-`, then the session.
-        if id.split_once('-').is_some_and(|(_, s)| s == session) {
+        if session_of(&id) == session {
             forget(dir, &id)?;
             forgotten += 1;
         }
@@ -426,6 +483,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     let Some(id) = turns(dir)?.pop() else {
         return Ok(None);
     };
+    not_running(dir, &id)?;
     let bytes = dir.read(format!("{id}.json"))?.unwrap_or_default();
     let mut manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         io::Error::other(format!(
@@ -538,12 +596,13 @@ pub fn skip_last(dir: &StateDir) -> io::Result<Option<(String, Option<Vec<String
     let Some(id) = turns(dir)?.pop() else {
         return Ok(None);
     };
+    not_running(dir, &id)?;
     // A damaged record is dropped all the same: that is what skipping is for.
     let manifest: Option<Manifest> = dir
         .read(format!("{id}.json"))?
         .and_then(|b| serde_json::from_slice(&b).ok());
     forget(dir, &id)?;
-    let session = id.split_once('-').map_or("", |(_, s)| s).to_string();
+    let session = session_of(&id).to_string();
     let shown = manifest.map(|m| {
         m.entries
             .iter()
