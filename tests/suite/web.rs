@@ -422,6 +422,29 @@ fn a_secret_without_a_value_is_not_sent_and_the_model_is_told_why() {
     assert_eq!(api.seen()[0].header("x-subscription-token"), None);
 }
 
+#[test]
+fn a_call_that_succeeds_without_its_secret_still_says_why_it_was_not_sent() {
+    let api = WebPeer::start(|_| Answer::ok("text/plain", "public page"));
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[tools.fetch]\nnetwork = [\"127.0.0.1:{p}\"]\n\n\
+         [tools.fetch.secrets.brave]\nenv = \"WARDEN_TEST_NEVER_SET\"\n\
+         hosts = [\"127.0.0.1:{p}\"]\nheader = \"X-Subscription-Token\"\n",
+        p = api.port
+    ));
+    let tools = sb.toolset(&[]);
+    let out = ok(tools.call("fetch", &json!({ "url": api.url("/") }).to_string()));
+    assert!(out.contains("public page"), "{out}");
+    assert!(
+        out.contains(
+            "[warden: secret `brave` was not sent: it comes from $WARDEN_TEST_NEVER_SET, which \
+             is not set"
+        ),
+        "{out}"
+    );
+    assert_eq!(api.seen()[0].header("x-subscription-token"), None);
+}
+
 /// An api that echoes the request it got (head in the body and in a
 /// header, a few bytes per write) and redirects with the key in the
 /// Location.
@@ -431,6 +454,17 @@ fn echo_api(sink: &WebPeer) -> WebPeer {
         let token = s.header("x-subscription-token").unwrap_or_default();
         if s.target == "/redirect" {
             return Answer::redirect(&format!("{sink}?k={token}"));
+        }
+        if s.target == "/coded" {
+            // A coding of the echo (here: reversed) that the guest undoes.
+            let reversed: String = s.head.chars().rev().collect();
+            return Answer {
+                headers: vec![
+                    ("content-type".into(), "text/plain".into()),
+                    ("content-encoding".into(), "x-reversed".into()),
+                ],
+                ..Answer::ok("text/plain", reversed)
+            };
         }
         Answer {
             headers: vec![
@@ -478,11 +512,18 @@ fn a_hostile_tool_granted_the_secret_cannot_get_it_to_another_host() {
         "body: 200",
         "followed: 200",
         "named: 200",
+        "decoded: 200",
     ] {
         assert!(out.contains(attempt), "{attempt}: {out}");
     }
+    // The coded echo was asked for as it is, and refused in a coding.
+    assert!(out.contains("coded: 0"), "{out}");
+    let coded = api.seen().into_iter().find(|s| s.target == "/coded");
+    let coded = coded.expect("the coded echo was asked for");
+    assert_eq!(coded.header("accept-encoding").as_deref(), Some("identity"));
+    assert_eq!(coded.header("range"), None, "{}", coded.head);
     let sink_log = sink.log();
-    assert_eq!(sink.seen().len(), 5, "{sink_log}");
+    assert_eq!(sink.seen().len(), 6, "{sink_log}");
     assert_no_key("the sink's log", &sink_log);
     assert!(sink_log.contains("[secret brave]"), "{sink_log}");
     // The named headers reached the sink as the guest wrote them.

@@ -326,12 +326,18 @@ impl ToolHost {
         if !denied.is_empty() {
             note = denial_note(tool, &denied);
         }
+        // What warden did to the call's requests (a secret held back) holds
+        // whether or not the tool got an answer: a success without its
+        // secret is no proof the request was made as the model thinks.
+        let mut said = String::new();
         for n in std::mem::take(&mut *h.notes.lock().unwrap_or_else(|e| e.into_inner())) {
-            note.push_str(&format!("\n[warden: {n}]"));
+            said.push_str(&format!("\n[warden: {n}]"));
         }
+        note.push_str(&said);
         if !note.is_empty() {
             match &mut result {
                 Ok(Out::Called(Err(e))) => append(e, &note),
+                Ok(Out::Called(Ok(out))) => out.push_str(&said),
                 Err(e) => e.message.push_str(&note),
                 _ => {}
             }

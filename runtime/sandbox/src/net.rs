@@ -93,7 +93,8 @@ impl WasiHttpHooks for NetGate {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         // Only now, for a request that may go: the secrets meant for it.
-        for note in self.secrets.inject(&mut request, &host, port, tls) {
+        let (withheld, carries_secret) = self.secrets.inject(&mut request, &host, port, tls);
+        for note in withheld {
             let mut notes = self.notes.lock().expect("notes poisoned");
             if !notes.contains(&note) {
                 notes.push(note);
@@ -126,6 +127,14 @@ impl WasiHttpHooks for NetGate {
                     return Err(HttpError::DestinationIpProhibited);
                 }
             };
+            if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res) {
+                let note = crate::secrets::coding_note(&host, port, &coding);
+                let mut notes = notes.lock().expect("notes poisoned");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                return Err(HttpError::HttpResponseContentCoding(Some(coding)));
+            }
             // Whatever the server echoes of a secret never reaches the guest.
             let res = if secrets.is_empty() {
                 res.map(BodyExt::boxed_unsync)

