@@ -9,7 +9,9 @@ Its tool `echo` answers its text. Its tool `crash` dies the way a broken server 
 then exit, without answering. With `--noisy` it first writes 1 MiB of log
 lines to stderr, as a chatty server does. With `--stall-after-crash DIR`,
 `crash` first leaves a file in DIR, and a server started while that file
-exists never answers (a restart that hangs).
+exists never answers (a restart that hangs); with `--fail-after-crash DIR`,
+it exits at once instead (a restart that fails), and each start is
+counted in DIR/starts.
 """
 
 import json
@@ -100,6 +102,12 @@ if "--stall-after-crash" in sys.argv:
     STALL_DIR = sys.argv[sys.argv.index("--stall-after-crash") + 1]
     if os.path.exists(os.path.join(STALL_DIR, "crashed")):
         time.sleep(3600)
+if "--fail-after-crash" in sys.argv:
+    STALL_DIR = sys.argv[sys.argv.index("--fail-after-crash") + 1]
+    with open(os.path.join(STALL_DIR, "starts"), "a") as f:
+        f.write("start\n")
+    if os.path.exists(os.path.join(STALL_DIR, "crashed")):
+        sys.exit("fatal: the demo server cannot start after its crash")
 
 if "--noisy" in sys.argv:
     for i in range(16384):

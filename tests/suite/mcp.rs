@@ -656,6 +656,58 @@ fn a_server_started_again_is_refused_a_write_grant_swapped_for_a_link() {
     );
 }
 
+/// A server that died and then fails to start counts each failed start:
+/// after three it stays down, instead of being started at every call.
+#[test]
+fn a_server_that_fails_to_start_again_stays_down_after_three_tries() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let sb = Sandbox::new();
+    let server_dir = sb.ws.join("server");
+    let state = server_dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let script = server_dir.join("demo_server.py");
+    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [{:?}, {:?}, \"--fail-after-crash\", {:?}]\n\
+         read = [\"server\"]\nwrite = [\"server/state\"]\n",
+        system_python(),
+        script.display().to_string(),
+        state.display().to_string()
+    ));
+    sb.trust();
+    let echo = |n: u32| json!({ "text": format!("try {n}") }).to_string();
+    let mut replies = vec![calls(&[("c", "demo__crash", r#"{"marker":"m"}"#)])];
+    for n in 1..=5 {
+        replies.push(calls(&[(&format!("e{n}"), "demo__echo", &echo(n))]));
+    }
+    replies.push(answer("it stays down"));
+    let mock = MockLlm::start(replies);
+    let out = warden_tests::warden_run(&sb, &mock, "k", &["crash it"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = mock.requests();
+    let result = |turn: usize| {
+        let results = warden_tests::tool_contents(&requests[turn].body);
+        results.last().cloned().unwrap_or_default()
+    };
+    for turn in 2..=4 {
+        assert!(
+            result(turn).contains("MCP server `demo` had exited, and starting it again failed"),
+            "{turn}: {}",
+            result(turn)
+        );
+    }
+    for turn in 5..=6 {
+        assert!(
+            result(turn).contains("was started again 3 times already, so it stays down"),
+            "{turn}: {}",
+            result(turn)
+        );
+    }
+    // The first start, then three tries: none after.
+    let starts = std::fs::read_to_string(state.join("starts")).unwrap();
+    assert_eq!(starts.lines().count(), 4, "{starts}");
+}
+
 /// Ctrl-C while a dead server is being started again (and hangs) stops the
 /// wait at once: warden does not sit out the 20 s start limit.
 #[test]

@@ -653,6 +653,9 @@ impl McpTools {
                  `warden trust`, then start warden again"
             ));
         }
+        // Each try counts, whether or not the server comes up: one that
+        // keeps failing to start is not started again at every call.
+        live.restarts += 1;
         let ((client, tools), (process, stderr)) = self
             .start_process(server, argv, &self.root, Some(cancel))
             .map_err(|why| {
@@ -667,7 +670,7 @@ impl McpTools {
                 inert(remote)
             ));
         }
-        let restarts = live.restarts + 1;
+        let restarts = live.restarts;
         *live = Live {
             client,
             stderr: Some(stderr),
