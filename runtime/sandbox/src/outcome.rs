@@ -104,7 +104,7 @@ fn ser_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 }
 
 /// Cuts `text` to at most `limit` bytes on a character boundary and says so.
-pub(crate) fn cap_output(text: String, limit: u64) -> (String, bool) {
+pub fn cap_output(text: String, limit: u64) -> (String, bool) {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     if text.len() <= limit {
         return (text, false);

@@ -833,15 +833,9 @@ fn text_of(content: &[ContentBlock], cap: usize) -> (String, bool) {
             _ => out.push_str("[content of a kind warden does not show]"),
         }
     }
-    if out.len() <= cap {
-        return (out, false);
-    }
-    let mut end = cap;
-    while !out.is_char_boundary(end) {
-        end -= 1;
-    }
-    out.truncate(end);
-    (out, true)
+    // Cut as a tool's output is, saying so: the model must not take a
+    // part for the whole.
+    warden_sandbox::cap_output(out, cap as u64)
 }
 
 /// Where programs are looked up inside the confinement.
@@ -1033,10 +1027,14 @@ mod tests {
     }
 
     #[test]
-    fn long_text_is_cut_on_a_character_boundary() {
+    fn long_text_is_cut_on_a_character_boundary_and_says_so() {
         let blocks = vec![ContentBlock::text("héllo wörld")];
         let (text, cut) = text_of(&blocks, 2);
-        assert_eq!((text.as_str(), cut), ("h", true));
+        assert!(cut);
+        assert!(
+            text.starts_with("h\n[output truncated: showing the first 1 of 13 bytes"),
+            "{text}"
+        );
         let (text, cut) = text_of(&blocks, 100);
         assert_eq!((text.as_str(), cut), ("héllo wörld", false));
     }
