@@ -383,6 +383,45 @@ fn with_demo_server(flags: &[&str]) -> (Sandbox, PathBuf) {
     (sb, script)
 }
 
+/// An MCP tool offered under a name a loaded tool has is left out, and
+/// said so: listed once, served once, called as the loaded tool.
+#[test]
+fn an_mcp_tool_named_as_a_loaded_tool_is_left_out() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server(&[]);
+    sb.drop_in(warden_tests::guests::MCP_NAMED, "mcp_named.wasm");
+    let policy = std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap();
+    sb.policy(&format!("{policy}\n[tools.demo__echo]\n"));
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list", "--json"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let tools: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let said = "MCP server `demo`: tool `echo` is left out: a loaded tool is called `demo__echo` \
+                already";
+    assert!(
+        tools["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w == said),
+        "{}",
+        tools["warnings"]
+    );
+    let named = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "demo__echo")
+        .count();
+    assert_eq!(named, 1, "{}", listed.stdout);
+    let called = run(sb
+        .warden()
+        .args(["tools", "call", "demo__echo", r#"{"text":"hi"}"#]));
+    assert_eq!(called.stdout.trim(), "component", "{}", called.stderr);
+}
+
 /// A server's script in the workspace is pinned by trust: rewritten (say
 /// by a tool that may write there), the server does not start with its
 /// grants until the user has seen the change.

@@ -463,6 +463,29 @@ impl McpTools {
         &self.no_dirs
     }
 
+    /// Leaves out each tool whose offered name (or alias) `taken` says a
+    /// loaded tool has already, and says so: the model must never read one
+    /// tool's description and have its arguments reach another.
+    pub fn leave_out_taken(&mut self, taken: impl Fn(&str) -> bool) {
+        let servers = &self.servers;
+        let problems = &mut self.problems;
+        self.tools.retain(|t| {
+            if !taken(&t.def.name) {
+                return true;
+            }
+            problems.push(format!(
+                "MCP server `{}`: tool `{}` is left out: a loaded tool is called `{}` already",
+                servers[t.server].server.name,
+                inert(&t.remote),
+                inert(&t.def.name)
+            ));
+            false
+        });
+        self.index = (self.tools.iter().enumerate())
+            .map(|(i, t)| (t.def.name.clone(), i))
+            .collect();
+    }
+
     /// The tool offered as `name`, if any.
     pub fn find(&self, name: &str) -> Option<&McpTool> {
         self.index.get(name).map(|&i| &self.tools[i])

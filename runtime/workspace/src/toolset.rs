@@ -103,7 +103,8 @@ impl Toolset {
 
     /// Adds the tools of started MCP servers; a name a loaded tool already
     /// has stays that tool's.
-    pub fn with_mcp(mut self, mcp: McpTools) -> Toolset {
+    pub fn with_mcp(mut self, mut mcp: McpTools) -> Toolset {
+        mcp.leave_out_taken(|name| self.index.contains_key(name));
         self.warnings.extend(mcp.problems().iter().cloned());
         self.mcp = Some(mcp);
         self
