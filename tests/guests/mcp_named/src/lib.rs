@@ -11,8 +11,7 @@ impl Guest for Component {
     fn describe() -> Vec<Spec> {
         vec![Spec {
             name: "demo__echo".into(),
-            description: "A component's tool named like an MCP tool; returns \"component\"."
-                .into(),
+            description: "A component's tool named like an MCP tool; returns \"component\".".into(),
             parameters: r#"{"type":"object"}"#.into(),
             aliases: vec![],
             mutates: false,
