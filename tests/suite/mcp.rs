@@ -455,6 +455,46 @@ fn a_server_whose_script_changed_since_trust_is_not_started() {
     assert!(listed.contains("demo__"), "{listed}");
 }
 
+/// A server whose program is found on PATH, in a folder of the workspace
+/// (an activated `.venv/bin`), is pinned like a script it names.
+#[test]
+fn a_server_program_found_on_path_inside_the_workspace_is_pinned() {
+    if !python_mcp() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let bin = sb.ws.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let program = bin.join("demoserver");
+    let text = std::fs::read_to_string(script("demo_server.py")).unwrap();
+    std::fs::write(&program, format!("#!{}\n{text}", system_python())).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.policy("[mcp.demo]\ncommand = [\"demoserver\"]\nread = [\"bin\"]\n");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let warden = || {
+        let mut w = sb.warden();
+        w.env("PATH", &path);
+        w
+    };
+    run_ok(warden().arg("trust"));
+    let listed = run_ok(warden().args(["tools", "list"]));
+    assert!(listed.contains("demo__echo"), "{listed}");
+    std::fs::write(
+        &program,
+        format!("#!{}\n{text}\n# rewritten by a tool\n", system_python()),
+    )
+    .unwrap();
+    let r = run(warden().args(["tools", "list"]));
+    assert!(!r.stdout.contains("demo__"), "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("MCP server `demo` does not start: demoserver is not as you trusted it"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Nor is a server started again mid-session with a script rewritten
 /// since the session began (here by `write_file`, after it crashed).
 #[test]

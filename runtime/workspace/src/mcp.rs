@@ -908,7 +908,8 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
 }
 
 /// SHA-256 of each workspace file the command line of `launch` runs,
-/// keyed as it names it: its program, and the scripts it names (files
+/// keyed as it names it: its program (found on PATH when it names no
+/// folder), and the scripts it names (files
 /// that are executable, or end in the suffix of a script or module), by a
 /// path relative to the workspace or an absolute one inside it. Data it
 /// names (`--db data.db`) is not among them: the server may change that
@@ -924,7 +925,14 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
             if arg.is_empty() || arg.starts_with('-') {
                 return None;
             }
-            let path = root.join(arg);
+            // A bare program name is looked up on PATH, as it is started:
+            // a PATH folder inside the workspace (an activated `.venv/bin`)
+            // makes it a workspace file like any other.
+            let path = if i == 0 && !arg.contains('/') {
+                resolve(arg, root).ok()?
+            } else {
+                root.join(arg)
+            };
             // In a folder of the workspace (the file itself may be a link:
             // its bytes are those of what it leads to).
             let inside = path
