@@ -1093,6 +1093,38 @@ fn a_url_server_whose_name_resolves_to_loopback_is_not_connected() {
     );
 }
 
+/// A URL server that answers with an error page longer than warden
+/// keeps: the start of the page is shown, not nothing.
+#[test]
+fn the_start_of_a_long_error_page_from_a_url_server_is_shown() {
+    let page = format!(
+        "<h1>upstream connect error: backend pool drained</h1>{}",
+        "<p>padding</p>".repeat(400)
+    );
+    let peer = warden_tests::WebPeer::start(move |_| warden_tests::Answer {
+        status: 503,
+        ..warden_tests::Answer::ok("text/html", page.clone())
+    });
+    let p = peer.port;
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[mcp.remote]\nurl = \"http://127.0.0.1:{p}/mcp\"\nnetwork = [\"127.0.0.1:{p}\"]\n"
+    ));
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert!(
+        listed
+            .stderr
+            .contains("MCP server `remote` is not available")
+            && listed.stderr.contains(
+                "503 Service Unavailable: <h1>upstream connect error: backend pool drained"
+            )
+            && !listed.stderr.contains("rmcp::"),
+        "{}",
+        listed.stderr
+    );
+}
+
 /// A server whose notification stream (the GET) ends at once is not asked
 /// for it again and again while warden waits: a few quick retries, then
 /// warden lets it be (calls still work: they go by POST).

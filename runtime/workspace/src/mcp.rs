@@ -314,9 +314,10 @@ impl McpTools {
     ) -> Result<Listed, String> {
         let listing = async move {
             tokio::time::timeout(START_TIMEOUT, async {
-                let client = serving
-                    .await
-                    .map_err(|e| format!("it did not answer `initialize` ({e}); check {check}"))?;
+                let client = serving.await.map_err(|e| {
+                    let e = without_type_names(&e.to_string());
+                    format!("it did not answer `initialize` ({e}); check {check}")
+                })?;
                 let tools = client
                     .peer()
                     .list_all_tools()
@@ -956,6 +957,23 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
         .collect()
 }
 
+/// `text` without the Rust type names rmcp puts in its transport errors
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error`), which
+/// tell the user nothing.
+fn without_type_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" [rmcp::") {
+        let Some(end) = rest[at..].find(']') else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        rest = &rest[at + end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Suffixes of the files an interpreter runs.
 const SCRIPT_SUFFIXES: &[&str] = &[
     "py", "pyc", "js", "mjs", "cjs", "ts", "mts", "cts", "sh", "bash", "rb", "pl", "php", "lua",
@@ -1055,6 +1073,18 @@ mod tests {
                 .is_some_and(|why| why.contains("trusted by an older warden"))
         );
         assert_eq!(files_changed(None, &BTreeMap::new()), None);
+    }
+
+    #[test]
+    fn rmcp_type_names_are_left_out_of_messages() {
+        assert_eq!(
+            without_type_names(
+                "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::\
+                 X<Y>>] error: unexpected server response: HTTP 503"
+            ),
+            "Send message error Transport error: unexpected server response: HTTP 503"
+        );
+        assert_eq!(without_type_names("plain [text]"), "plain [text]");
     }
 
     #[test]

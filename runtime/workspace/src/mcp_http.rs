@@ -88,11 +88,21 @@ impl CheckedHttp {
         res: Response<OutboundBody>,
     ) -> StreamableHttpError<OutboundError> {
         let status = res.status();
-        let body = Limited::new(res.into_body(), MAX_ERROR_TEXT)
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
+        // The start of a longer page is kept: a gateway's error page is
+        // often more than the limit, and its first lines say what failed.
+        let mut rest = res.into_body();
+        let mut body = Vec::new();
+        while body.len() < MAX_ERROR_TEXT {
+            match rest.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        body.extend_from_slice(&data);
+                    }
+                }
+                _ => break,
+            }
+        }
+        body.truncate(MAX_ERROR_TEXT);
         let text = String::from_utf8_lossy(&body);
         let text = self.out.scrub(text.trim());
         let hint = match status {
