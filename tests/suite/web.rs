@@ -631,7 +631,7 @@ fn a_granted_name_that_resolves_to_loopback_is_refused_unless_the_address_is_gra
                 "The entry `localhost:{}` grants the name, not the address",
                 peer.port
             ))
-            && e.message.contains("127.0.0.1"),
+            && e.message.contains(&format!("\"127.0.0.1:{}\"", peer.port)),
         "{e}"
     );
     assert_eq!(peer.hits(), 0, "the loopback peer was reached");

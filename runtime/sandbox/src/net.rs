@@ -111,7 +111,12 @@ impl WasiHttpHooks for NetGate {
                 Ok(r) => r,
                 Err(Refusal::Failed(e)) => return Err(e),
                 Err(Refusal::Private(addrs)) => {
-                    let shown: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+                    // With the port: the grant to suggest is this one
+                    // service, and an IPv6 address goes in brackets.
+                    let shown: Vec<String> = addrs
+                        .iter()
+                        .map(|ip| std::net::SocketAddr::new(*ip, port).to_string())
+                        .collect();
                     let entry = allow.entry_for(&host, port).unwrap_or_default();
                     let note = format!(
                         "{host}:{port} resolves to {}, a loopback or private address: not \
