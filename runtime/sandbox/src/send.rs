@@ -22,14 +22,16 @@ use warden_policy::NetworkAllow;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions};
 
-/// Whether `ip` is a loopback, private, link-local, shared, unspecified or
-/// unique-local address: one that names this machine or its network rather
-/// than the internet (169.254.169.254, the cloud metadata service, is
-/// link-local).
+/// Whether `ip` is a loopback, private, link-local, shared, unspecified,
+/// reserved or unique-local address: one that names this machine or its
+/// network rather than the internet (169.254.169.254, the cloud metadata
+/// service, is link-local). An IPv6 address that carries an IPv4 one
+/// (mapped, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is
+/// judged by the IPv4 address it leads to.
 pub(crate) fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -37,16 +39,36 @@ pub(crate) fn is_private(ip: IpAddr) -> bool {
                 || v4.is_broadcast()
                 || (a == 100 && (64..128).contains(&b))
                 || a == 0
+                // IETF protocol assignments, benchmarking, reserved.
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (b & 0xfe) == 18)
+                || a >= 240
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            let s = v6.segments();
+            let o = v6.octets();
+            let v4 = |i: usize| std::net::Ipv4Addr::new(o[i], o[i + 1], o[i + 2], o[i + 3]);
+            // IPv4-compatible (deprecated, still routed by some), NAT64's
+            // well-known prefix, then 6to4.
+            let compatible =
+                s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified();
+            let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+            let carried = if let Some(v4) = v6.to_ipv4_mapped() {
+                Some(v4)
+            } else if compatible || nat64 {
+                Some(v4(12))
+            } else if s[0] == 0x2002 {
+                Some(v4(2))
+            } else {
+                None
+            };
+            if let Some(v4) = carried {
                 return is_private(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
             v6.is_loopback()
                 || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
         }
     }
 }
@@ -299,6 +321,15 @@ mod tests {
             "fd12::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            "192.0.0.170",
+            "198.18.0.1",
+            "198.19.255.1",
+            "240.0.0.1",
+            "::10.0.0.5",
+            "64:ff9b::a00:5",
+            "64:ff9b::169.254.169.254",
+            "2002:a00:5::1",
+            "2002:7f00:1::",
         ] {
             assert!(is_private(a.parse().unwrap()), "{a}");
         }
@@ -308,6 +339,9 @@ mod tests {
             "1.1.1.1",
             "2606:4700::1111",
             "100.128.0.1",
+            "198.20.0.1",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
         ] {
             assert!(!is_private(a.parse().unwrap()), "{a}");
         }
