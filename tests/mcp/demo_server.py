@@ -11,7 +11,8 @@ lines to stderr, as a chatty server does. With `--stall-after-crash DIR`,
 `crash` first leaves a file in DIR, and a server started while that file
 exists never answers (a restart that hangs); with `--fail-after-crash DIR`,
 it exits at once instead (a restart that fails), and each start is
-counted in DIR/starts.
+counted in DIR/starts. With `--endless-list`, `tools/list` always gives
+a next page.
 """
 
 import json
@@ -128,6 +129,10 @@ for line in sys.stdin:
                 "serverInfo": {"name": "demo", "version": "1"},
             },
         )
+    elif method == "tools/list" and "--endless-list" in sys.argv:
+        # A new cursor every time: a list that never ends.
+        page = int((msg.get("params") or {}).get("cursor") or "0")
+        answer(msg_id, {"tools": TOOLS, "nextCursor": str(page + 1)})
     elif method == "tools/list":
         answer(msg_id, {"tools": TOOLS})
     elif method == "tools/call" and msg["params"]["name"] == "crash":

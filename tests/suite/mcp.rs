@@ -422,6 +422,31 @@ fn an_mcp_tool_named_as_a_loaded_tool_is_left_out() {
     assert_eq!(called.stdout.trim(), "component", "{}", called.stderr);
 }
 
+/// A server whose tool list never ends is read for a bounded number of
+/// pages, then said so: warden neither hangs nor fills its memory.
+#[test]
+fn a_server_whose_tool_list_never_ends_is_not_read_forever() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server(&["--endless-list"]);
+    let start = std::time::Instant::now();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(!listed.stdout.contains("demo__"), "{}", listed.stdout);
+    assert!(
+        listed.stderr.contains(
+            "MCP server `demo` is not available: its tool list did not end after 64 pages"
+        ),
+        "{}",
+        listed.stderr
+    );
+}
+
 /// A server's script in the workspace is pinned by trust: rewritten (say
 /// by a tool that may write there), the server does not start with its
 /// grants until the user has seen the change.

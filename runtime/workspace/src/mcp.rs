@@ -9,13 +9,13 @@
 //! blocking thread is sent to it and waited for, and nothing runs while no
 //! call does.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
+use rmcp::model::{CallToolRequestParams, ContentBlock, PaginatedRequestParams, Tool};
 use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -318,11 +318,7 @@ impl McpTools {
                     let e = without_type_names(&e.to_string());
                     format!("it did not answer `initialize` ({e}); check {check}")
                 })?;
-                let tools = client
-                    .peer()
-                    .list_all_tools()
-                    .await
-                    .map_err(|e| format!("`tools/list` failed: {e}"))?;
+                let tools = list_tools(client.peer()).await?;
                 Ok::<_, String>((client, tools))
             })
             .await
@@ -955,6 +951,47 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
             Some((arg.clone(), warden_policy::sha256_hex_of(file).ok()?))
         })
         .collect()
+}
+
+/// Pages of `tools/list` read from one server at most.
+const MAX_LIST_PAGES: usize = 64;
+/// Tools taken from one server at most: every one is sent to the model
+/// with every request.
+const MAX_TOOLS: usize = 512;
+
+/// The tools `peer` lists, page after page, within bounds: a server whose
+/// list never ends (a cursor that comes back, or page after page) is not
+/// read on until warden runs out of memory, and no more than
+/// [`MAX_TOOLS`] are kept.
+async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    let mut cursors = HashSet::new();
+    for _ in 0..MAX_LIST_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| format!("`tools/list` failed: {e}"))?;
+        tools.extend(page.tools);
+        if tools.len() >= MAX_TOOLS {
+            tools.truncate(MAX_TOOLS);
+            return Ok(tools);
+        }
+        match page.next_cursor {
+            None => return Ok(tools),
+            Some(next) if !cursors.insert(next.clone()) => {
+                return Err(
+                    "its tool list never ends (`tools/list` gave a page cursor it had given \
+                     before)"
+                        .into(),
+                );
+            }
+            Some(next) => cursor = Some(next),
+        }
+    }
+    Err(format!(
+        "its tool list did not end after {MAX_LIST_PAGES} pages of `tools/list`"
+    ))
 }
 
 /// `text` without the Rust type names rmcp puts in its transport errors
