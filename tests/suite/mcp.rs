@@ -303,6 +303,21 @@ fn the_server_takes_a_changed_policy_only_after_trust_and_says_so() {
 
 const DEMO: &str = "[mcp.demo]\ncommand = [\"python3\", \"server.py\"]\nread = [\".\"]\n";
 
+/// A host granted to a server's process is the whole network (a process
+/// cannot be held to a list): trust says so, not the list alone.
+#[test]
+fn trust_says_a_server_process_granted_a_host_gets_the_whole_network() {
+    let sb = Sandbox::new();
+    sb.policy(&format!("{DEMO}network = [\"api.example.com\"]\n"));
+    let shown = sb.trust();
+    assert!(
+        shown.contains(
+            "the whole network, loopback and local addresses too (granted for api.example.com"
+        ),
+        "{shown}"
+    );
+}
+
 #[test]
 fn the_trust_diff_shows_an_added_mcp_server_with_its_command_line() {
     let sb = Sandbox::new();

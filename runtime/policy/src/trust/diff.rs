@@ -312,15 +312,32 @@ fn describe(r: &ToolRecord) -> String {
         .caps
         .iter()
         .filter(|c| matches!(c, Capability::Dir { write: false, .. }));
-    let others = r
-        .caps
-        .iter()
-        .filter(|c| !matches!(c, Capability::Dir { .. }));
+    // A process cannot be held to a host list: a server started by command
+    // that is granted any host gets the host's whole network, and the user
+    // must see that, not the list.
+    let process = matches!(r.mcp_launch(), Some(McpLaunch::Command(_)));
+    let hosts: Vec<String> = (r.caps.iter())
+        .filter_map(|c| match c {
+            Capability::Net { host } if process => Some(host.to_string()),
+            _ => None,
+        })
+        .collect();
+    let others = r.caps.iter().filter(|c| {
+        let shown_apart = matches!(c, Capability::Net { .. }) && process;
+        !(matches!(c, Capability::Dir { .. }) || shown_apart)
+    });
     let mut parts: Vec<String> = writes
         .chain(reads)
         .chain(others)
         .map(|c| c.to_string())
         .collect();
+    if !hosts.is_empty() {
+        parts.push(format!(
+            "the whole network, loopback and local addresses too (granted for {}: a process \
+             cannot be held to a host list)",
+            hosts.join(", ")
+        ));
+    }
     // Said outright, so that a line of limits alone is not read as access.
     if parts.is_empty() {
         parts.push("no access".to_string());

@@ -539,7 +539,13 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
         shown[0].starts_with("+ mcp.demo: starts `python3 \"my server.py\""),
         "{shown:?}"
     );
-    assert!(shown[0].contains("network 127.0.0.1:9"), "{shown:?}");
+    // A process granted a host gets the whole network, and is shown so.
+    assert!(
+        shown[0].contains(
+            "the whole network, loopback and local addresses too (granted for 127.0.0.1:9"
+        ),
+        "{shown:?}"
+    );
     assert!(!shown[0].contains('\u{1b}'), "{shown:?}");
     // Another command line is another server: all its grants again.
     let mut moved = with.clone();
