@@ -85,6 +85,14 @@ TOOLS = [
     }
 ]
 
+if "--bad-schema" in sys.argv:
+    # A schema that is no JSON Schema: no model endpoint would take it.
+    TOOLS.append({
+        "name": "bad",
+        "description": "Has a broken schema.",
+        "inputSchema": {"type": "object", "properties": {"x": {"type": "bogus"}}},
+    })
+
 if "--bloated" in sys.argv:
     # A 300 KB description and a 100 KB schema: what a broken or hostile
     # server may list.

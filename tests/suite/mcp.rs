@@ -462,6 +462,26 @@ fn a_server_whose_tool_list_never_ends_is_not_read_forever() {
     );
 }
 
+/// A server's tool whose input schema is no JSON Schema is left out, and
+/// said so; its other tools are offered.
+#[test]
+fn an_mcp_tool_with_a_broken_schema_is_left_out() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server(&["--bad-schema"]);
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert!(listed.stdout.contains("demo__echo"), "{}", listed.stdout);
+    assert!(!listed.stdout.contains("demo__bad"), "{}", listed.stdout);
+    assert!(
+        listed.stderr.contains(
+            "MCP server `demo`: tool `bad` is left out: parameters is not a valid JSON Schema"
+        ),
+        "{}",
+        listed.stderr
+    );
+}
+
 /// A server's script in the workspace is pinned by trust: rewritten (say
 /// by a tool that may write there), the server does not start with its
 /// grants until the user has seen the change.

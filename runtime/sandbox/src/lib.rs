@@ -62,6 +62,6 @@ pub use outbound::{Outbound, OutboundBody, OutboundError};
 pub use outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 pub use secrets::SECRETS_FILE;
 pub use source::ComponentSource;
-pub use spec::ToolSpec;
+pub use spec::{ToolSpec, check_parameters};
 pub use wasi::{Mount, mounts};
 pub use watchdog::CallControl;

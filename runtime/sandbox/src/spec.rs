@@ -81,19 +81,8 @@ pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec
         let parameters: Value = serde_json::from_str(&s.parameters)
             .map_err(|e| format!("tool `{}`: parameters is not valid JSON: {e}", s.name))?;
         crate::schema::check(&parameters, s.parameters.len())
+            .and_then(|()| object_schema(&parameters))
             .map_err(|e| format!("tool `{}`: {e}", s.name))?;
-        if !parameters.is_object() {
-            return Err(format!(
-                "tool `{}`: parameters must be a JSON Schema object like {{\"type\":\"object\"}}",
-                s.name
-            ));
-        }
-        if let Some(t) = parameters.get("type").filter(|t| *t != "object") {
-            return Err(format!(
-                "tool `{}`: parameters must describe an object (\"type\": \"object\"), not {t}",
-                s.name
-            ));
-        }
         out.push(CheckedSpec {
             spec: ToolSpec {
                 name: s.name,
@@ -108,24 +97,45 @@ pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec
     Ok(out)
 }
 
+/// That `parameters` is a schema of an object, as a tool's arguments are.
+fn object_schema(parameters: &Value) -> Result<(), String> {
+    if !parameters.is_object() {
+        return Err("parameters must be a JSON Schema object like {\"type\":\"object\"}".into());
+    }
+    if let Some(t) = parameters.get("type").filter(|t| *t != "object") {
+        return Err(format!(
+            "parameters must describe an object (\"type\": \"object\"), not {t}"
+        ));
+    }
+    Ok(())
+}
+
+/// `parameters` compiled. Patterns run with a backtracking bound: a
+/// pattern cannot make one check take unbounded time either.
+fn compile(parameters: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_pattern_options(jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000))
+        .build(parameters)
+        .map_err(|e| format!("parameters is not a valid JSON Schema: {e}"))
+}
+
+/// Checks the argument schema of a tool that does not come from a
+/// component (an MCP server's), `bytes` long, as a component's is
+/// checked: bounded, a schema of an object, and one that compiles. The
+/// error says what is wrong.
+pub fn check_parameters(parameters: &Value, bytes: usize) -> Result<(), String> {
+    crate::schema::check(parameters, bytes)?;
+    object_schema(parameters)?;
+    compile(parameters).map(drop)
+}
+
 impl CheckedSpec {
     /// The compiled schema; the error says why it does not compile.
     fn validator(&self) -> Result<&jsonschema::Validator, String> {
         self.validator
             .get_or_init(|| {
-                // Patterns run with a backtracking bound: a pattern cannot
-                // make one check take unbounded time either.
-                jsonschema::options()
-                    .with_pattern_options(
-                        jsonschema::PatternOptions::fancy_regex().backtrack_limit(100_000),
-                    )
-                    .build(&self.spec.parameters)
-                    .map_err(|e| {
-                        format!(
-                            "tool `{}`: parameters is not a valid JSON Schema: {e}",
-                            self.spec.name
-                        )
-                    })
+                compile(&self.spec.parameters)
+                    .map_err(|e| format!("tool `{}`: {e}", self.spec.name))
             })
             .as_ref()
             .map_err(Clone::clone)

@@ -369,6 +369,17 @@ impl McpTools {
                 ));
                 continue;
             }
+            // Checked as a component's schema is: one that does not compile
+            // would fail every request it is sent with.
+            if let Err(why) = warden_sandbox::check_parameters(&parameters, schema_len) {
+                self.problems.push(format!(
+                    "MCP server `{}`: tool `{}` is left out: {}",
+                    server.name,
+                    inert(&tool.name),
+                    inert(&why)
+                ));
+                continue;
+            }
             let mut description = tool.description.as_deref().unwrap_or("").to_string();
             if description.len() > DESCRIPTION_MAX {
                 self.problems.push(format!(
