@@ -795,11 +795,10 @@ fn a_server_started_again_is_refused_a_write_grant_swapped_for_a_link() {
     );
 }
 
-/// A server that died and then fails to start counts each failed start:
-/// after three it stays down, instead of being started at every call.
-#[test]
-fn a_server_that_fails_to_start_again_stays_down_after_three_tries() {
-    use warden_mock_llm::{MockLlm, answer, calls};
+/// The demo server in the workspace, trusted, run with `flag` (what it
+/// does when started after its `crash`) and the folder it keeps its state
+/// in, which it may write.
+fn with_demo_server_after_crash(flag: &str) -> (Sandbox, PathBuf) {
     let sb = Sandbox::new();
     let server_dir = sb.ws.join("server");
     let state = server_dir.join("state");
@@ -807,13 +806,22 @@ fn a_server_that_fails_to_start_again_stays_down_after_three_tries() {
     let script = server_dir.join("demo_server.py");
     std::fs::copy(self::script("demo_server.py"), &script).unwrap();
     sb.policy(&format!(
-        "[mcp.demo]\ncommand = [{:?}, {:?}, \"--fail-after-crash\", {:?}]\n\
+        "[mcp.demo]\ncommand = [{:?}, {:?}, {flag:?}, {:?}]\n\
          read = [\"server\"]\nwrite = [\"server/state\"]\n",
         system_python(),
         script.display().to_string(),
         state.display().to_string()
     ));
     sb.trust();
+    (sb, state)
+}
+
+/// A server that died and then fails to start counts each failed start:
+/// after three it stays down, instead of being started at every call.
+#[test]
+fn a_server_that_fails_to_start_again_stays_down_after_three_tries() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let (sb, state) = with_demo_server_after_crash("--fail-after-crash");
     let echo = |n: u32| json!({ "text": format!("try {n}") }).to_string();
     let mut replies = vec![calls(&[("c", "demo__crash", r#"{"marker":"m"}"#)])];
     for n in 1..=5 {
@@ -852,20 +860,7 @@ fn a_server_that_fails_to_start_again_stays_down_after_three_tries() {
 #[test]
 fn ctrl_c_stops_a_server_restart_that_hangs_at_once() {
     use warden_mock_llm::{MockLlm, calls};
-    let sb = Sandbox::new();
-    let server_dir = sb.ws.join("server");
-    let state = server_dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let script = server_dir.join("demo_server.py");
-    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
-    sb.policy(&format!(
-        "[mcp.demo]\ncommand = [{:?}, {:?}, \"--stall-after-crash\", {:?}]\n\
-         read = [\"server\"]\nwrite = [\"server/state\"]\n",
-        system_python(),
-        script.display().to_string(),
-        state.display().to_string()
-    ));
-    sb.trust();
+    let (sb, state) = with_demo_server_after_crash("--stall-after-crash");
     let mock = MockLlm::start(vec![
         calls(&[("c", "demo__crash", r#"{"marker":"m"}"#)]),
         calls(&[("e", "demo__echo", r#"{"text":"never answered"}"#)]),
