@@ -22,6 +22,15 @@ pub(crate) type Denials = Arc<Mutex<Vec<String>>>;
 /// What the gate tells the model besides denials (secrets withheld).
 pub(crate) type Notes = Arc<Mutex<Vec<String>>>;
 
+/// Adds `note` to `notes` unless it is there already: a tool that retries
+/// hears each thing once.
+pub(crate) fn note_once(notes: &Mutex<Vec<String>>, note: String) {
+    let mut notes = notes.lock().expect("notes poisoned");
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
+}
+
 type SendResult = wasmtime_wasi_http::Result<(
     http::Response<WasiBody>,
     Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
@@ -95,10 +104,7 @@ impl WasiHttpHooks for NetGate {
         // Only now, for a request that may go: the secrets meant for it.
         let (withheld, carries_secret) = self.secrets.inject(&mut request, &host, port, tls);
         for note in withheld {
-            let mut notes = self.notes.lock().expect("notes poisoned");
-            if !notes.contains(&note) {
-                notes.push(note);
-            }
+            note_once(&self.notes, note);
         }
         let options = self.bounded(options);
         let secrets = self.secrets.clone();
@@ -125,19 +131,12 @@ impl WasiHttpHooks for NetGate {
                         shown.join(", "),
                         shown.join("\", \"")
                     );
-                    let mut notes = notes.lock().expect("notes poisoned");
-                    if !notes.contains(&note) {
-                        notes.push(note);
-                    }
+                    note_once(&notes, note);
                     return Err(HttpError::DestinationIpProhibited);
                 }
             };
             if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res) {
-                let note = crate::secrets::coding_note(&host, port, &coding);
-                let mut notes = notes.lock().expect("notes poisoned");
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+                note_once(&notes, crate::secrets::coding_note(&host, port, &coding));
                 return Err(HttpError::HttpResponseContentCoding(Some(coding)));
             }
             // Whatever the server echoes of a secret never reaches the guest.

@@ -99,13 +99,8 @@ impl Outbound {
             req.headers_mut().insert(http::header::HOST, v);
         }
         let (withheld, carries_secret) = self.secrets.inject(&mut req, &host, port, tls);
-        if !withheld.is_empty() {
-            let mut notes = self.notes.lock().expect("notes poisoned");
-            for n in withheld {
-                if !notes.contains(&n) {
-                    notes.push(n);
-                }
-            }
+        for n in withheld {
+            crate::net::note_once(&self.notes, n);
         }
         let options = RequestOptions {
             connect_timeout: Some(timeout),

@@ -315,7 +315,7 @@ impl Secret {
         }
         let mut forms: Vec<Vec<u8>> = Vec::new();
         for f in all {
-            if !forms.contains(&f.as_bytes().to_vec()) {
+            if !forms.iter().any(|g| g == f.as_bytes()) {
                 forms.push(f.into_bytes());
             }
         }

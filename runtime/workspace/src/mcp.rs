@@ -337,11 +337,19 @@ impl McpTools {
         &mut self,
         server: McpServer,
         client: RunningService<RoleClient, ()>,
-        listed: Vec<Tool>,
+        mut listed: Vec<Tool>,
         (process, stderr): (Option<warden_confine::Confined>, Option<StderrTail>),
         http: Option<CheckedHttp>,
     ) {
         let at = self.servers.len();
+        if listed.len() > MAX_TOOLS {
+            self.problems.push(format!(
+                "MCP server `{}` offers more than {MAX_TOOLS} tools: only the first {MAX_TOOLS} \
+                 are offered (each is sent to the model with every request)",
+                server.name
+            ));
+            listed.truncate(MAX_TOOLS);
+        }
         for tool in listed {
             let exposed = exposed_name(&server.name, &tool.name);
             if !is_tool_name(&exposed) || self.index.contains_key(&exposed) {
@@ -471,8 +479,8 @@ impl McpTools {
         &self.no_dirs
     }
 
-    /// Leaves out each tool whose offered name (or alias) `taken` says a
-    /// loaded tool has already, and says so: the model must never read one
+    /// Leaves out each tool whose offered name `taken` says a loaded tool
+    /// has already (as its name or an alias), and says so: the model must never read one
     /// tool's description and have its arguments reach another.
     pub fn leave_out_taken(&mut self, taken: impl Fn(&str) -> bool) {
         let servers = &self.servers;
@@ -966,14 +974,14 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
 
 /// Pages of `tools/list` read from one server at most.
 const MAX_LIST_PAGES: usize = 64;
-/// Tools taken from one server at most: every one is sent to the model
+/// Tools offered from one server at most: every one is sent to the model
 /// with every request.
 const MAX_TOOLS: usize = 512;
 
 /// The tools `peer` lists, page after page, within bounds: a server whose
 /// list never ends (a cursor that comes back, or page after page) is not
-/// read on until warden runs out of memory, and no more than
-/// [`MAX_TOOLS`] are kept.
+/// read on until warden runs out of memory. Reading stops at the page that
+/// passes [`MAX_TOOLS`]; [`McpTools::add`] offers that many and says so.
 async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Tool>, String> {
     let mut tools = Vec::new();
     let mut cursor = None;
@@ -984,8 +992,7 @@ async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Tool>, String> 
             .await
             .map_err(|e| format!("`tools/list` failed: {e}"))?;
         tools.extend(page.tools);
-        if tools.len() >= MAX_TOOLS {
-            tools.truncate(MAX_TOOLS);
+        if tools.len() > MAX_TOOLS {
             return Ok(tools);
         }
         match page.next_cursor {
