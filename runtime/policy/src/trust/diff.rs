@@ -37,6 +37,33 @@ pub enum Change {
         /// What it may no longer reach.
         cap: Capability,
     },
+    /// A server started by command is granted hosts where it had none: the
+    /// process gets the whole network (a process cannot be held to a host
+    /// list).
+    NetworkOpened {
+        /// Tool name (`mcp.NAME`).
+        tool: String,
+        /// The hosts granted.
+        hosts: Vec<String>,
+    },
+    /// A server started by command is granted no host any more: the
+    /// process loses the network.
+    NetworkClosed {
+        /// Tool name (`mcp.NAME`).
+        tool: String,
+        /// The hosts it was granted.
+        hosts: Vec<String>,
+    },
+    /// A server started by command is granted other hosts and still some:
+    /// the process had the whole network and keeps it.
+    NetworkHostsChanged {
+        /// Tool name (`mcp.NAME`).
+        tool: String,
+        /// The hosts it was granted.
+        from: Vec<String>,
+        /// The hosts it is granted.
+        to: Vec<String>,
+    },
     /// A resource limit moved (either way: a raised limit is more power, a
     /// lowered one may break the tool).
     LimitChanged {
@@ -136,6 +163,20 @@ impl fmt::Display for Change {
             Change::ToolRemoved { tool } => write!(f, "- tool {tool}"),
             Change::Gained { tool, cap } => write!(f, "+ {tool}: {cap}"),
             Change::Lost { tool, cap } => write!(f, "- {tool}: {cap}"),
+            Change::NetworkOpened { tool, hosts } => {
+                write!(f, "+ {tool}: {}", whole_network(hosts))
+            }
+            Change::NetworkClosed { tool, hosts } => write!(
+                f,
+                "- {tool}: the whole network (it was granted for {})",
+                hosts.join(", ")
+            ),
+            Change::NetworkHostsChanged { tool, from, to } => write!(
+                f,
+                "~ {tool}: still {}; it was granted for {}",
+                whole_network(to),
+                from.join(", ")
+            ),
             Change::LimitChanged {
                 tool,
                 limit,
@@ -301,6 +342,25 @@ fn short(hash: &str) -> String {
     format!("{}…", hash.get(..8).unwrap_or(hash))
 }
 
+/// The hosts `r` is granted.
+fn hosts(r: &ToolRecord) -> Vec<String> {
+    (r.caps.iter())
+        .filter_map(|c| match c {
+            Capability::Net { host } => Some(host.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a process granted `hosts` (at least one) gets.
+fn whole_network(hosts: &[String]) -> String {
+    format!(
+        "the whole network, loopback and local addresses too (granted for {}: a process \
+         cannot be held to a host list)",
+        hosts.join(", ")
+    )
+}
+
 /// Everything a new tool gets, most dangerous first; limits only where they
 /// differ from the built-in defaults, to keep the line short.
 fn describe(r: &ToolRecord) -> String {
@@ -316,12 +376,7 @@ fn describe(r: &ToolRecord) -> String {
     // that is granted any host gets the host's whole network, and the user
     // must see that, not the list.
     let process = matches!(r.mcp_launch(), Some(McpLaunch::Command(_)));
-    let hosts: Vec<String> = (r.caps.iter())
-        .filter_map(|c| match c {
-            Capability::Net { host } if process => Some(host.to_string()),
-            _ => None,
-        })
-        .collect();
+    let hosts = if process { hosts(r) } else { Vec::new() };
     let others = r.caps.iter().filter(|c| {
         let shown_apart = matches!(c, Capability::Net { .. }) && process;
         !(matches!(c, Capability::Dir { .. }) || shown_apart)
@@ -332,11 +387,7 @@ fn describe(r: &ToolRecord) -> String {
         .map(|c| c.to_string())
         .collect();
     if !hosts.is_empty() {
-        parts.push(format!(
-            "the whole network, loopback and local addresses too (granted for {}: a process \
-             cannot be held to a host list)",
-            hosts.join(", ")
-        ));
+        parts.push(whole_network(&hosts));
     }
     // Said outright, so that a line of limits alone is not read as access.
     if parts.is_empty() {
@@ -456,17 +507,31 @@ fn tool_changes(tool: &str, t: &ToolRecord, c: &ToolRecord, out: &mut Vec<Change
             });
         }
     }
-    for cap in t.caps.difference(&c.caps) {
+    // A process gets the whole network for any host it is granted (the
+    // launch is the same on both sides here): its host list is one change.
+    let process = matches!(c.mcp_launch(), Some(McpLaunch::Command(_)));
+    let apart = |cap: &&Capability| process && matches!(cap, Capability::Net { .. });
+    for cap in t.caps.difference(&c.caps).filter(|c| !apart(c)) {
         out.push(Change::Lost {
             tool: tool.to_string(),
             cap: cap.clone(),
         });
     }
-    for cap in c.caps.difference(&t.caps) {
+    for cap in c.caps.difference(&t.caps).filter(|c| !apart(c)) {
         out.push(Change::Gained {
             tool: tool.to_string(),
             cap: cap.clone(),
         });
+    }
+    if process {
+        let (from, to) = (hosts(t), hosts(c));
+        let tool = tool.to_string();
+        match (from.is_empty(), to.is_empty()) {
+            _ if from == to => {}
+            (true, _) => out.push(Change::NetworkOpened { tool, hosts: to }),
+            (_, true) => out.push(Change::NetworkClosed { tool, hosts: from }),
+            _ => out.push(Change::NetworkHostsChanged { tool, from, to }),
+        }
     }
     for ((limit, from), (_, to)) in t.limits.named().into_iter().zip(c.limits.named()) {
         if from != to {

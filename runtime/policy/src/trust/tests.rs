@@ -590,3 +590,65 @@ fn the_diff_shows_an_added_mcp_server_with_its_command_line() {
         "{shown:?}"
     );
 }
+
+#[test]
+fn the_diff_shows_a_server_process_gaining_or_losing_the_whole_network() {
+    let server = |hosts: &[&str]| {
+        let g = Grants {
+            caps: (hosts.iter())
+                .map(|h| Capability::Net {
+                    host: (*h).to_string(),
+                })
+                .chain([Capability::Env {
+                    name: "HOME".into(),
+                }])
+                .collect(),
+            limits: Limits::default(),
+        };
+        let mut state = TrustState::default();
+        let launch = McpLaunch::Command(vec!["server".into()]);
+        (state.tools).insert(
+            "mcp.demo".into(),
+            ToolRecord::mcp(&launch, BTreeMap::new(), &g),
+        );
+        state
+    };
+    let (none, one, two) = (
+        server(&[]),
+        server(&["api.example.com"]),
+        server(&["api.example.com", "example.org"]),
+    );
+    // A first host opens the whole network to the process.
+    assert_eq!(
+        lines(&diff(&none, &one)),
+        [
+            "+ mcp.demo: the whole network, loopback and local addresses too (granted for \
+          api.example.com: a process cannot be held to a host list)"
+        ]
+    );
+    // Another host changes nothing the process gets, and is shown so.
+    assert_eq!(
+        lines(&diff(&one, &two)),
+        [
+            "~ mcp.demo: still the whole network, loopback and local addresses too (granted \
+          for api.example.com, example.org: a process cannot be held to a host list); it \
+          was granted for api.example.com"
+        ]
+    );
+    // The last host gone closes it.
+    assert_eq!(
+        lines(&diff(&two, &none)),
+        ["- mcp.demo: the whole network (it was granted for api.example.com, example.org)"]
+    );
+    // A server reached by URL is held to its hosts: its lines name them.
+    let url = |s: &TrustState| {
+        let mut s = s.clone();
+        let r = s.tools.get_mut("mcp.demo").unwrap();
+        (r.launch, r.url) = (None, Some("https://mcp.example.com/mcp".into()));
+        s
+    };
+    assert_eq!(
+        lines(&diff(&url(&none), &url(&one))),
+        ["+ mcp.demo: network api.example.com"]
+    );
+}
