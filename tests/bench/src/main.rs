@@ -9,6 +9,7 @@ use warden_tests::{Sandbox, warden_bin};
 
 mod agent;
 mod authoring;
+mod link_order;
 mod search;
 mod web;
 
@@ -379,6 +380,18 @@ fn main() {
         ratio(cat_idle, after_idle),
         ratio(cat_idle, made_idle)
     );
+    match link_order::check() {
+        Some((found, listed, ordered)) => println!(
+            "  link order                 {found} of {listed} hot functions found, {} \
+             (runtime/cli/hot-functions.txt; `make hot-functions` renews it)",
+            if ordered {
+                "placed in list order"
+            } else {
+                "NOT placed in list order"
+            }
+        ),
+        None => println!("  link order                 not checked: needs `nm` and the list"),
+    }
     if let Some(n) = idle_switches {
         println!(
             "  idle 5 s after calls       {n:>9} context switches of all threads (target <= 5: {})",
