@@ -22,6 +22,8 @@ fn main() {
     };
     println!("cargo:rerun-if-changed={}", list.display());
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    // Where the list is, for the bench's check of the link order.
+    println!("cargo:rustc-env=WARDEN_HOT_FUNCTIONS={}", list.display());
     if !list.is_file() || !links_with_lld() {
         return;
     }
