@@ -12,7 +12,9 @@ lines to stderr, as a chatty server does. With `--stall-after-crash DIR`,
 exists never answers (a restart that hangs); with `--fail-after-crash DIR`,
 it exits at once instead (a restart that fails), and each start is
 counted in DIR/starts. With `--endless-list`, `tools/list` always gives
-a next page.
+a next page. With `--meet DIR SELF OTHER`, it leaves DIR/SELF and answers
+only once DIR/OTHER exists (another server started alongside it), giving
+up after 10 s.
 """
 
 import json
@@ -117,6 +119,16 @@ if "--fail-after-crash" in sys.argv:
         f.write("start\n")
     if os.path.exists(os.path.join(STALL_DIR, "crashed")):
         sys.exit("fatal: the demo server cannot start after its crash")
+
+if "--meet" in sys.argv:
+    at = sys.argv.index("--meet")
+    meet_dir, me, other = sys.argv[at + 1 : at + 4]
+    open(os.path.join(meet_dir, me), "w").close()
+    deadline = time.monotonic() + 10
+    while not os.path.exists(os.path.join(meet_dir, other)):
+        if time.monotonic() > deadline:
+            sys.exit(f"fatal: server {other} did not start alongside {me}")
+        time.sleep(0.05)
 
 if "--noisy" in sys.argv:
     for i in range(16384):

@@ -816,6 +816,52 @@ fn with_demo_server_after_crash(flag: &str) -> (Sandbox, PathBuf) {
     (sb, state)
 }
 
+/// Servers start at the same time, not one after another: two servers
+/// that each answer only once the other has started are both offered (one
+/// after the other, the first would give up waiting for the second).
+#[test]
+fn servers_start_side_by_side() {
+    if !python_mcp() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let server_dir = sb.ws.join("server");
+    let state = server_dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let script = server_dir.join("demo_server.py");
+    std::fs::copy(self::script("demo_server.py"), &script).unwrap();
+    let section = |me: &str, other: &str| {
+        format!(
+            "[mcp.{me}]\ncommand = [{:?}, {:?}, \"--meet\", {:?}, {me:?}, {other:?}]\n\
+             read = [\"server\"]\nwrite = [\"server/state\"]\n",
+            system_python(),
+            script.display().to_string(),
+            state.display().to_string()
+        )
+    };
+    sb.policy(&format!(
+        "{}\n{}",
+        section("left", "right"),
+        section("right", "left")
+    ));
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    for tool in ["left__echo", "right__echo"] {
+        assert!(
+            listed.stdout.contains(tool),
+            "{tool}: {}\n{}",
+            listed.stdout,
+            listed.stderr
+        );
+    }
+    assert!(
+        !listed.stderr.contains("not available"),
+        "{}",
+        listed.stderr
+    );
+}
+
 /// A server that died and then fails to start counts each failed start:
 /// after three it stays down, instead of being started at every call.
 #[test]

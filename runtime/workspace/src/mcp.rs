@@ -139,6 +139,15 @@ struct Connection {
 /// A started client and the tools it listed.
 type Listed = (RunningService<RoleClient, ()>, Vec<Tool>);
 
+/// A server started or connected to, not yet offered.
+struct Opened {
+    listed: Listed,
+    /// Its confined process and stderr (a server started by command).
+    process: Option<(warden_confine::Confined, StderrTail)>,
+    /// Its checked HTTP client (a server at a URL).
+    http: Option<CheckedHttp>,
+}
+
 /// The started servers and their tools.
 pub struct McpTools {
     /// Taken only when dropped.
@@ -186,12 +195,36 @@ impl McpTools {
             problems: Vec::new(),
             no_dirs: GrantedDirs::open(&[]).expect("no directory opens"),
         };
-        for server in servers {
-            let name = server.name.clone();
-            match tools.start_one(server, root, config) {
-                Ok(()) => {}
+        // Every server starts and lists its tools at the same time as the
+        // others: a session waits for the slowest server, not for the sum
+        // of them. Their tools are offered in the policy's order.
+        let opened: Vec<Result<Opened, String>> = {
+            let tools = &tools;
+            std::thread::scope(|scope| {
+                let starting: Vec<_> = servers
+                    .iter()
+                    .map(|server| scope.spawn(move || tools.open(server, root, config)))
+                    .collect();
+                starting
+                    .into_iter()
+                    .map(|start| {
+                        start
+                            .join()
+                            .unwrap_or_else(|_| Err("its start failed inside warden".into()))
+                    })
+                    .collect()
+            })
+        };
+        for (server, opened) in servers.into_iter().zip(opened) {
+            match opened {
+                Ok(Opened {
+                    listed: (client, listed),
+                    process,
+                    http,
+                }) => tools.add(server, client, listed, process.unzip(), http),
                 Err(why) => tools.problems.push(format!(
-                    "MCP server `{name}` is not available: {}",
+                    "MCP server `{}` is not available: {}",
+                    server.name,
                     inert(&why)
                 )),
             }
@@ -199,24 +232,31 @@ impl McpTools {
         tools
     }
 
-    fn start_one(
-        &mut self,
-        server: McpServer,
+    /// Starts or connects to `server` and lists its tools.
+    fn open(
+        &self,
+        server: &McpServer,
         root: &Path,
         config: Option<&StateDir>,
-    ) -> Result<(), String> {
-        let (client, listed, process, http) = match &server.launch {
+    ) -> Result<Opened, String> {
+        Ok(match &server.launch {
             McpLaunch::Command(argv) => {
-                let (listed, process) = self.start_process(&server, argv, root, None)?;
-                (listed.0, listed.1, Some(process), None)
+                let (listed, process) = self.start_process(server, argv, root, None)?;
+                Opened {
+                    listed,
+                    process: Some(process),
+                    http: None,
+                }
             }
             McpLaunch::Url(url) => {
-                let (listed, http) = self.connect(&server, url, config)?;
-                (listed.0, listed.1, None, Some(http))
+                let (listed, http) = self.connect(server, url, config)?;
+                Opened {
+                    listed,
+                    process: None,
+                    http: Some(http),
+                }
             }
-        };
-        self.add(server, client, listed, process.unzip(), http);
-        Ok(())
+        })
     }
 
     /// Starts the server's program confined and lists its tools on stdio;
