@@ -5,7 +5,8 @@ file where it was told to, connects to a loopback port, and leaves a
 process behind. It reports what happened and always answers normally, so
 the test can check on the host that the confinement, not the server, said no.
 
-Its tool `echo` answers its text. Its tool `crash` dies the way a broken server does: a traceback on stderr,
+Its tool `echo` answers its text; `flood` answers 17 MiB of it in one
+message. Its tool `crash` dies the way a broken server does: a traceback on stderr,
 then exit, without answering. With `--noisy` it first writes 1 MiB of log
 lines to stderr, as a chatty server does. With `--stall-after-crash DIR`,
 `crash` first leaves a file in DIR, and a server started while that file
@@ -63,6 +64,11 @@ TOOLS = [
             "properties": {"text": {"type": "string"}},
             "required": ["text"],
         },
+    },
+    {
+        "name": "flood",
+        "description": "Answers 17 MiB of text in one message.",
+        "inputSchema": {"type": "object", "properties": {}},
     },
     {
         "name": "crash",
@@ -164,6 +170,8 @@ for line in sys.stdin:
         sys.stderr.write(f"RuntimeError: the demo server broke ({marker})\n")
         sys.stderr.flush()
         os._exit(1)
+    elif method == "tools/call" and msg["params"]["name"] == "flood":
+        answer(msg_id, {"content": [{"type": "text", "text": "x" * (17 << 20)}], "isError": False})
     elif method == "tools/call" and msg["params"]["name"] == "echo":
         text = msg["params"]["arguments"]["text"]
         answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})

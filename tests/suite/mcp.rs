@@ -862,6 +862,36 @@ fn servers_start_side_by_side() {
     );
 }
 
+/// An answer longer than warden reads (one message over 16 MiB on stdout)
+/// fails the call at once and says why, instead of waiting out the
+/// server's time limit for an answer that was dropped.
+#[test]
+fn an_answer_too_long_to_read_fails_the_call_and_says_why() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server(&[]);
+    let policy = std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap();
+    sb.policy(&format!("{policy}timeout = \"20s\"\n"));
+    sb.trust();
+    let start = std::time::Instant::now();
+    let called = run(sb.warden().args(["tools", "call", "demo__flood", "{}"]));
+    assert_ne!(called.code, 0, "{}", called.stdout.len());
+    assert!(
+        called.stderr.contains(
+            "MCP server `demo` failed the call: it sent a message of more than 16 MiB, more \
+             than warden reads, so its connection was closed"
+        ),
+        "{}",
+        called.stderr
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 /// A server that died and then fails to start counts each failed start:
 /// after three it stays down, instead of being started at every call.
 #[test]

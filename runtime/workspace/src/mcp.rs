@@ -33,6 +33,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Bytes kept of what a server's process wrote to stderr: the end of it.
 const STDERR_KEPT: usize = 4096;
+/// Longest message (one line) read from a server's stdout, as rmcp reads
+/// at most; a longer one closes the connection.
+const MAX_MESSAGE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 /// Lines of it shown when the server fails.
 const STDERR_LINES: usize = 6;
 /// How long a failure waits for the server's stderr to end (it ends with
@@ -116,7 +119,7 @@ struct Running {
 struct Live {
     client: RunningService<RoleClient, ()>,
     /// The end of what its process wrote to stderr (none for a URL server).
-    stderr: Option<StderrTail>,
+    stderr: Option<ProcessOutput>,
     /// Ends the process and everything it started when dropped (none for
     /// a URL server).
     _process: Option<warden_confine::Confined>,
@@ -130,7 +133,7 @@ struct Live {
 /// What a call goes through to its server.
 struct Connection {
     peer: rmcp::Peer<RoleClient>,
-    stderr: Option<StderrTail>,
+    stderr: Option<ProcessOutput>,
     http: Option<CheckedHttp>,
     /// The server's process had exited and was started again for it.
     restarted: bool,
@@ -143,7 +146,7 @@ type Listed = (RunningService<RoleClient, ()>, Vec<Tool>);
 struct Opened {
     listed: Listed,
     /// Its confined process and stderr (a server started by command).
-    process: Option<(warden_confine::Confined, StderrTail)>,
+    process: Option<(warden_confine::Confined, ProcessOutput)>,
     /// Its checked HTTP client (a server at a URL).
     http: Option<CheckedHttp>,
 }
@@ -268,7 +271,7 @@ impl McpTools {
         argv: &[String],
         root: &Path,
         cancel: Option<&CallCancel>,
-    ) -> Result<(Listed, (warden_confine::Confined, StderrTail)), String> {
+    ) -> Result<(Listed, (warden_confine::Confined, ProcessOutput)), String> {
         // Started from the servers' runtime thread, which lives as long as
         // they do: the confinement helper dies with the thread that
         // started it.
@@ -282,16 +285,23 @@ impl McpTools {
         // Registered with the servers' runtime, which drives them.
         let _in_rt = self.rt().enter();
         let stderr = match process.take_stderr() {
-            Some(stderr) => StderrTail::follow(stderr).map_err(|e| e.to_string())?,
-            None => StderrTail::default(),
+            Some(stderr) => ProcessOutput::follow(stderr).map_err(|e| e.to_string())?,
+            None => ProcessOutput::default(),
         };
-        let stdout = Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?;
+        let stdout = MessageCap {
+            stdout: Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?,
+            line: 0,
+            output: stderr.clone(),
+        };
         let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
         match self.list(().serve((stdout, stdin)), "its command", cancel) {
             Ok(listed) => Ok((listed, (process, stderr))),
             Err(why) => {
                 process.kill();
                 if cancel.is_some_and(CallCancel::is_cancelled) {
+                    return Err(why);
+                }
+                if let Some(why) = stderr.oversized() {
                     return Err(why);
                 }
                 Err(format!("{why}{}", self.stderr_note(&stderr, STDERR_WAIT)))
@@ -301,7 +311,7 @@ impl McpTools {
 
     /// What the server wrote last to `stderr`, as the end of a message,
     /// once it ended or `wait` passed; empty when it wrote nothing.
-    fn stderr_note(&self, stderr: &StderrTail, wait: Duration) -> String {
+    fn stderr_note(&self, stderr: &ProcessOutput, wait: Duration) -> String {
         let ended = stderr.clone();
         self.wait(async move { tokio::time::timeout(wait, ended.ended()).await });
         match stderr.last_lines() {
@@ -378,7 +388,7 @@ impl McpTools {
         server: McpServer,
         client: RunningService<RoleClient, ()>,
         mut listed: Vec<Tool>,
-        (process, stderr): (Option<warden_confine::Confined>, Option<StderrTail>),
+        (process, stderr): (Option<warden_confine::Confined>, Option<ProcessOutput>),
         http: Option<CheckedHttp>,
     ) {
         let at = self.servers.len();
@@ -618,6 +628,18 @@ impl McpTools {
                     stderr(Duration::ZERO)
                 ),
             ),
+            Ok(Ok(Err(_)))
+                if let Some(why) = stderr_tail.as_ref().and_then(ProcessOutput::oversized) =>
+            {
+                fail(
+                    "failed",
+                    format!(
+                        "MCP server `{server}` failed the call: {why}{}; ask the tool for less \
+                     data per call",
+                        self.restart_note(running)
+                    ),
+                )
+            }
             Ok(Ok(Err(e))) => {
                 // An error the server answered is its own; any other means
                 // it is gone or broken.
@@ -804,11 +826,11 @@ impl rmcp::transport::common::client_side_sse::SseRetryPolicy for QuickEndsGiveU
     }
 }
 
-/// The end of what a server's process writes to stderr, read as it comes
-/// (so that the server never blocks on a full pipe) and kept to say why
-/// it failed.
+/// What a server's process wrote that says why it failed: the end of its
+/// stderr, read as it comes (so that the server never blocks on a full
+/// pipe), and whether it sent a message too long to read on stdout.
 #[derive(Clone, Default)]
-struct StderrTail(Arc<Tail>);
+struct ProcessOutput(Arc<Tail>);
 
 #[derive(Default)]
 struct Tail {
@@ -817,14 +839,17 @@ struct Tail {
     /// Whether bytes were dropped from the front.
     cut: AtomicBool,
     ended: AtomicBool,
+    /// A message on stdout passed [`MAX_MESSAGE`]: its connection was
+    /// closed on it.
+    oversized: AtomicBool,
     ending: tokio::sync::Notify,
 }
 
-impl StderrTail {
+impl ProcessOutput {
     /// Reads `stderr` on the current runtime until it ends.
-    fn follow(stderr: std::process::ChildStderr) -> std::io::Result<StderrTail> {
+    fn follow(stderr: std::process::ChildStderr) -> std::io::Result<ProcessOutput> {
         let pipe = Receiver::from_owned_fd(stderr.into())?;
-        let tail = StderrTail::default();
+        let tail = ProcessOutput::default();
         let t = tail.0.clone();
         tokio::spawn(async move {
             let mut buf = [0u8; 1024];
@@ -865,6 +890,18 @@ impl StderrTail {
         }
     }
 
+    /// Says why the connection closed, when it closed on a message of
+    /// more than [`MAX_MESSAGE`] bytes.
+    fn oversized(&self) -> Option<String> {
+        self.0.oversized.load(Ordering::Relaxed).then(|| {
+            format!(
+                "it sent a message of more than {} MiB, more than warden reads, so its \
+                 connection was closed",
+                MAX_MESSAGE >> 20
+            )
+        })
+    }
+
     /// The last [`STDERR_LINES`] lines that are not blank, joined by ` | `.
     fn last_lines(&self) -> Option<String> {
         let bytes: Vec<u8> = {
@@ -880,6 +917,44 @@ impl StderrTail {
         lines.retain(|l| !l.is_empty());
         let shown = &lines[lines.len().saturating_sub(STDERR_LINES)..];
         (!shown.is_empty()).then(|| shown.join(" | "))
+    }
+}
+
+/// A server's stdout, as the client reads it: one message is one line,
+/// and a line longer than [`MAX_MESSAGE`] ends the stream with an error
+/// (rmcp would drop it and leave the call waiting for an answer that never
+/// comes, until its timeout). [`ProcessOutput::oversized`] says so.
+struct MessageCap {
+    stdout: Receiver,
+    /// Bytes of the current line so far.
+    line: usize,
+    output: ProcessOutput,
+}
+
+impl tokio::io::AsyncRead for MessageCap {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        std::task::ready!(std::pin::Pin::new(&mut self.stdout).poll_read(cx, buf))?;
+        let mut line = self.line;
+        for (i, part) in buf.filled()[before..].split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                line = 0;
+            }
+            line += part.len();
+            if line > MAX_MESSAGE {
+                self.output.0.oversized.store(true, Ordering::Relaxed);
+                return std::task::Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "a message longer than warden reads",
+                )));
+            }
+        }
+        self.line = line;
+        std::task::Poll::Ready(Ok(()))
     }
 }
 
