@@ -236,6 +236,43 @@ fn http_errors_and_dead_ports_say_what_failed() {
     assert!(e.message.contains("refused the connection"), "{e}");
 }
 
+/// A resolver that cannot answer now (no network: `EAI_AGAIN`) is not
+/// reported as a name that does not exist: the model is told to try again,
+/// not to fix the URL. Run in a network namespace of its own, which has no
+/// route to a DNS server, so nothing leaves the machine.
+#[test]
+fn a_name_that_cannot_be_resolved_now_is_not_called_unknown() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.fetch]\nnetwork = [\"example.com\"]\n");
+    sb.trust();
+    let warden = sb.warden();
+    let mut offline = std::process::Command::new("unshare");
+    offline
+        .args(["--user", "--map-root-user", "--net"])
+        .arg(warden.get_program())
+        .args(warden.get_args())
+        .args(["tools", "call", "fetch", r#"{"url":"http://example.com/"}"#]);
+    if let Some(dir) = warden.get_current_dir() {
+        offline.current_dir(dir);
+    }
+    for (k, v) in warden.get_envs() {
+        match v {
+            Some(v) => offline.env(k, v),
+            None => offline.env_remove(k),
+        };
+    }
+    let out = run(&mut offline);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "DNS: the name example.com could not be resolved (temporary failure in name \
+             resolution); check the network connection, then try again"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn a_server_that_never_sends_its_body_stops_at_the_timeout() {
     let peer = WebPeer::start(|_| Answer {

@@ -100,9 +100,9 @@ async fn addresses(
     } else {
         match tokio::time::timeout(timeout, tokio::net::lookup_host((bare, port))).await {
             Err(_) => return Err(Error::DnsTimeout.into()),
-            Ok(Err(_)) => {
+            Ok(Err(e)) => {
                 return Err(Error::DnsError {
-                    rcode: Some("no such host".into()),
+                    rcode: Some(unresolved(&e).into()),
                     info_code: None,
                 }
                 .into());
@@ -123,6 +123,23 @@ async fn addresses(
     }
     Ok(ok)
 }
+
+/// Why a name was not resolved, for the tool: whether the name does not
+/// exist, or the resolver could not answer now (`EAI_AGAIN`: no network,
+/// a DNS server down), which calls for another try rather than another
+/// URL. The resolver's error text is all std gives of its code.
+fn unresolved(e: &std::io::Error) -> &'static str {
+    if e.to_string()
+        .contains("Temporary failure in name resolution")
+    {
+        TRY_AGAIN
+    } else {
+        "no such host"
+    }
+}
+
+/// What a tool is told when the resolver could not answer now.
+const TRY_AGAIN: &str = "temporary failure in name resolution";
 
 /// The future that drives a connection after its response arrived.
 pub(crate) type Driver = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
@@ -302,6 +319,19 @@ impl Body for Incoming {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resolver_that_cannot_answer_now_is_not_reported_as_no_such_host() {
+        // As std words getaddrinfo's EAI_AGAIN and EAI_NONAME.
+        let again = std::io::Error::other(
+            "failed to lookup address information: Temporary failure in name resolution",
+        );
+        assert_eq!(unresolved(&again), TRY_AGAIN);
+        let none = std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        );
+        assert_eq!(unresolved(&none), "no such host");
+    }
 
     #[test]
     fn private_ranges() {

@@ -326,11 +326,19 @@ fn explain(code: &ErrorCode, url: &Url, from: Option<&Url>, deadline: Deadline) 
             "refused by policy: {hp}{via} resolves to a private or loopback address, which \
              is reached only when that address itself is granted"
         )),
-        ErrorCode::DnsError(e) => ToolError::Failed(format!(
-            "DNS: the name {} could not be resolved{via} ({}); check the URL",
-            url.host_str().unwrap_or_default(),
-            e.rcode.clone().unwrap_or_else(|| "no such host".into())
-        )),
+        ErrorCode::DnsError(e) => {
+            let why = e.rcode.clone().unwrap_or_else(|| "no such host".into());
+            // The resolver could not answer now: the name may be fine.
+            let next = if why.starts_with("temporary") {
+                "check the network connection, then try again"
+            } else {
+                "check the URL"
+            };
+            ToolError::Failed(format!(
+                "DNS: the name {} could not be resolved{via} ({why}); {next}",
+                url.host_str().unwrap_or_default(),
+            ))
+        }
         ErrorCode::DnsTimeout => ToolError::Failed(format!(
             "DNS: resolving {} timed out{via}",
             url.host_str().unwrap_or_default()
