@@ -114,6 +114,15 @@ if "--bloated" in sys.argv:
         },
     })
 
+if "--many" in sys.argv:
+    # 100 tools of 3 KB each: more than a server may send with every request.
+    for i in range(100):
+        TOOLS.append({
+            "name": f"tool_{i:03}",
+            "description": f"Tool {i}. " + "detail " * 430,
+            "inputSchema": {"type": "object", "properties": {}},
+        })
+
 STALL_DIR = None
 if "--stall-after-crash" in sys.argv:
     STALL_DIR = sys.argv[sys.argv.index("--stall-after-crash") + 1]

@@ -1327,6 +1327,48 @@ fn an_mcp_server_listing_huge_tools_is_cut_down_and_says_so() {
     );
 }
 
+/// All of a server's tools together are bounded too: past 256 KiB of
+/// definitions, the rest are left out and named, so many tools cannot
+/// fill the model's context either.
+#[test]
+fn a_server_with_many_large_tools_is_held_to_a_budget() {
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server(&["--many"]);
+    let r = run(sb.warden().args(["tools", "list", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed: Value = serde_json::from_str(&r.stdout).unwrap();
+    let offered: Vec<&Value> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("demo__"))
+        .collect();
+    let bytes: usize = offered
+        .iter()
+        .map(|t| t["description"].as_str().unwrap().len() + t["parameters"].to_string().len())
+        .sum();
+    assert!(bytes <= 256 << 10, "{bytes} bytes offered");
+    // In the server's order: its first tools, then as many of the 100 as fit.
+    let names: Vec<&str> = offered
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"demo__echo") && names.contains(&"demo__tool_000"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"demo__tool_099"), "{names:?}");
+    let warnings = listed["warnings"].to_string();
+    assert!(
+        warnings.contains("tools are left out (tool_0")
+            && warnings.contains(", and 5 more)")
+            && warnings.contains("would pass the 256 KiB a server may send to the model"),
+        "{warnings}"
+    );
+}
+
 /// A client that goes away while a call runs takes the call with it:
 /// `warden mcp` stops the command at once rather than waiting out its
 /// timeout.

@@ -36,6 +36,10 @@ const STDERR_KEPT: usize = 4096;
 /// Longest message (one line) read from a server's stdout, as rmcp reads
 /// at most; a longer one closes the connection.
 const MAX_MESSAGE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+/// Bytes of tool definitions (names, descriptions, schemas) one server
+/// may add to every request to the model; its tools past that are left
+/// out, so that no server can fill the model's context with them.
+const SERVER_BYTES: usize = 256 << 10;
 /// Lines of it shown when the server fails.
 const STDERR_LINES: usize = 6;
 /// How long a failure waits for the server's stderr to end (it ends with
@@ -400,6 +404,10 @@ impl McpTools {
             ));
             listed.truncate(MAX_TOOLS);
         }
+        // What this server's tools add to every request, and the tools
+        // left out once that passed [`SERVER_BYTES`].
+        let mut sent = 0;
+        let mut over_budget = Vec::new();
         for tool in listed {
             let exposed = exposed_name(&server.name, &tool.name);
             if !is_tool_name(&exposed) || self.index.contains_key(&exposed) {
@@ -455,6 +463,12 @@ impl McpTools {
                 description.truncate(end);
                 description.push('…');
             }
+            let bytes = exposed.len() + description.len() + schema_len;
+            if sent + bytes > SERVER_BYTES {
+                over_budget.push(inert(&tool.name).into_owned());
+                continue;
+            }
+            sent += bytes;
             self.index.insert(exposed.clone(), self.tools.len());
             self.tools.push(McpTool {
                 def: ToolDef {
@@ -465,6 +479,25 @@ impl McpTools {
                 server: at,
                 remote: tool.name.to_string(),
             });
+        }
+        if !over_budget.is_empty() {
+            let named = match over_budget.len() {
+                n if n > 10 => format!("{}, and {} more", over_budget[..10].join(", "), n - 10),
+                _ => over_budget.join(", "),
+            };
+            self.problems.push(format!(
+                "MCP server `{}`: {} tool{} left out ({}): with them, its tools would pass the \
+                 {} KiB a server may send to the model with every request",
+                server.name,
+                over_budget.len(),
+                if over_budget.len() == 1 {
+                    " is"
+                } else {
+                    "s are"
+                },
+                named,
+                SERVER_BYTES >> 10
+            ));
         }
         self.servers.push(Running {
             server,
