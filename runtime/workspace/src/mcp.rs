@@ -215,9 +215,11 @@ impl McpTools {
                 starting
                     .into_iter()
                     .map(|start| {
-                        start
-                            .join()
-                            .unwrap_or_else(|_| Err("its start failed inside warden".into()))
+                        start.join().unwrap_or_else(|_| {
+                            Err("warden failed while starting it (a bug in warden: the \
+                                     panic message above says where)"
+                                .into())
+                        })
                     })
                     .collect()
             })
@@ -288,27 +290,27 @@ impl McpTools {
         let (stdout, stdin) = pipes.ok_or("its standard input and output are not pipes")?;
         // Registered with the servers' runtime, which drives them.
         let _in_rt = self.rt().enter();
-        let stderr = match process.take_stderr() {
+        let output = match process.take_stderr() {
             Some(stderr) => ProcessOutput::follow(stderr).map_err(|e| e.to_string())?,
             None => ProcessOutput::default(),
         };
         let stdout = MessageCap {
             stdout: Receiver::from_owned_fd(stdout.into()).map_err(|e| e.to_string())?,
             line: 0,
-            output: stderr.clone(),
+            output: output.clone(),
         };
         let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
         match self.list(().serve((stdout, stdin)), "its command", cancel) {
-            Ok(listed) => Ok((listed, (process, stderr))),
+            Ok(listed) => Ok((listed, (process, output))),
             Err(why) => {
                 process.kill();
                 if cancel.is_some_and(CallCancel::is_cancelled) {
                     return Err(why);
                 }
-                if let Some(why) = stderr.oversized() {
+                if let Some(why) = output.oversized() {
                     return Err(why);
                 }
-                Err(format!("{why}{}", self.stderr_note(&stderr, STDERR_WAIT)))
+                Err(format!("{why}{}", self.stderr_note(&output, STDERR_WAIT)))
             }
         }
     }

@@ -328,7 +328,8 @@ fn explain(code: &ErrorCode, url: &Url, from: Option<&Url>, deadline: Deadline) 
         )),
         ErrorCode::DnsError(e) => {
             let why = e.rcode.clone().unwrap_or_else(|| "no such host".into());
-            // The resolver could not answer now: the name may be fine.
+            // The resolver could not answer now (the host's words for
+            // EAI_AGAIN, `send::TRY_AGAIN`): the name may be fine.
             let next = if why.starts_with("temporary") {
                 "check the network connection, then try again"
             } else {
