@@ -81,3 +81,64 @@ fn list_dir_types_entries_without_following_links_out_of_the_grant() {
         e.message
     );
 }
+
+#[test]
+fn read_head_reads_only_regular_files_beneath_the_handle_and_never_follows_the_last_link() {
+    let (sb, tools) = extras("[tools.probe_read_head]\nread = [\".\"]\n");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    std::fs::create_dir(sb.ws.join("sub")).unwrap();
+    std::fs::write(sb.ws.join("a.txt"), "hello").unwrap();
+    std::fs::write(sb.ws.join("sub/b.txt"), "nested").unwrap();
+    std::os::unix::fs::symlink(outside.path(), sb.ws.join("link_out")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), sb.ws.join("file_out")).unwrap();
+    std::os::unix::fs::symlink("a.txt", sb.ws.join("file_in")).unwrap();
+    let fifo = sb.ws.join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let head = |path: &str, max: u64| {
+        tools.call(
+            "probe_read_head",
+            &serde_json::json!({"path": path, "max": max}).to_string(),
+        )
+    };
+
+    assert_eq!(ok(head("a.txt", 100)), "size 5: hello");
+    assert_eq!(ok(head("sub/b.txt", 100)), "size 6: nested");
+    assert_eq!(ok(head("a.txt", 3)), "size 5: hel");
+    // The last component is never followed, in or out of the grant: the
+    // answer is "ask stat-at", and nothing is read.
+    assert_eq!(ok(head("file_out", 100)), "none");
+    assert_eq!(ok(head("file_in", 100)), "none");
+    // Neither a directory nor a named pipe is opened (a pipe opened for
+    // reading would wait for a writer).
+    let start = std::time::Instant::now();
+    assert_eq!(ok(head("pipe", 100)), "none");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(ok(head("sub", 100)), "none");
+    assert_eq!(ok(head("sub/..", 100)), "none");
+    // The way there stays beneath the handle: through a link out, up past
+    // it, or from the root.
+    let outside_dir = outside.path().to_str().unwrap();
+    for path in [
+        "link_out/secret.txt",
+        "../secret.txt",
+        "sub/../../secret.txt",
+        &format!("{outside_dir}/secret.txt"),
+        &format!(
+            "../{}/secret.txt",
+            outside.path().file_name().unwrap().to_str().unwrap()
+        ),
+    ] {
+        let e = err(head(path, 100));
+        assert!(e.message.contains("read-head:"), "{path}: {e}");
+    }
+    let e = err(head("missing.txt", 100));
+    assert!(e.message.contains("no-entry"), "{e}");
+    // A file handle is not a directory.
+    let e = err(tools.call("probe_read_head", r#"{"path":"a.txt","file":true}"#));
+    assert!(e.message.contains("not-directory"), "{e}");
+}

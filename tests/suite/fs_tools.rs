@@ -42,6 +42,43 @@ fn read_file_numbers_lines_like_cat_n() {
     assert_eq!(ok(aliased), out);
 }
 
+/// `cat -n` of `text` (whole lines), as read_file shows a file it shows whole.
+fn cat_n(text: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| format!("{:>6}\t{line}\n", i + 1))
+        .collect()
+}
+
+#[test]
+fn read_file_reads_every_size_every_depth_and_through_a_link_alike() {
+    let sb = Sandbox::new();
+    // Around the first read's 16 KiB, and around the line that straddles it.
+    let line = "0123456789abcdef0123456789abcdef0123456789abcde\n"; // 48 bytes
+    let mut cases = Vec::new();
+    for size in [1, 47, 48, 16_383, 16_384, 16_385, 16_400, 40_000] {
+        let mut text = line.repeat(size / line.len() + 1);
+        text.truncate(size - 1);
+        text.push('\n');
+        let name = format!("sub/dir/f{size}.txt");
+        host_write(&sb, &name, &text);
+        cases.push((name, text));
+    }
+    std::os::unix::fs::symlink("dir/f16385.txt", sb.ws.join("sub/link.txt")).unwrap();
+    host_write(&sb, "empty.txt", "");
+    let tools = sb.toolset(&[]);
+    for (name, text) in &cases {
+        let out = ok(call(&tools, "read_file", json!({"path": name})));
+        assert!(out == cat_n(text), "{name}: {} bytes shown", out.len());
+    }
+    let linked = ok(call(&tools, "read_file", json!({"path": "sub/link.txt"})));
+    assert_eq!(linked, cat_n(&cases[5].1));
+    assert_eq!(
+        ok(call(&tools, "read_file", json!({"path": "empty.txt"}))),
+        "empty.txt is empty (0 bytes)"
+    );
+}
+
 #[test]
 fn read_file_offset_and_limit_select_a_window_and_say_how_to_go_on() {
     let sb = Sandbox::new();

@@ -2,11 +2,17 @@
 //!
 //! `call`: the call's time limit, so a long search can stop in time.
 //!
-//! `host-fs`: a directory's entries in one call, typed from the
-//! listing (`d_type`) instead of a `stat` per entry as WASI's
-//! `read-directory` does. It works on a directory handle the guest already
-//! holds, as WASI's `read-directory` does, so it grants nothing new: no
-//! path is resolved, and a symbolic link is reported as one, never followed.
+//! `host-fs`, on a directory handle the guest already holds, so it grants
+//! nothing new:
+//! - `list-dir`: the directory's entries in one call, typed from the
+//!   listing (`d_type`) instead of a `stat` per entry as WASI's
+//!   `read-directory` does. No path is resolved, and a symbolic link is
+//!   reported as one, never followed.
+//! - `read-head`: a regular file's size and first bytes in one call, where
+//!   WASI takes three (`stat-at`, `open-at`, `read`) and the host one more
+//!   system call (`open-at` asks what it opened). Its path resolves beneath
+//!   the handle as `open-at` resolves it, and its last component is never
+//!   followed: it reads only what the guest could read itself.
 
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 use wasmtime_wasi::filesystem::Descriptor;
@@ -28,7 +34,7 @@ mod bindings {
 
 use crate::clock::CallClock;
 use bindings::warden::tool::call;
-use bindings::warden::tool::host_fs::{self, DirEntry, Listing};
+use bindings::warden::tool::host_fs::{self, DirEntry, FileHead, Listing};
 use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorType, ErrorCode};
 
 /// Adds `warden:tool/host-fs` and `warden:tool/call` to the linker.
@@ -70,6 +76,103 @@ impl host_fs::Host for TableRef<'_> {
         };
         list(&dir.dir).map_err(|e| code(&e))
     }
+
+    fn read_head(
+        &mut self,
+        dir: Resource<Descriptor>,
+        path: String,
+        max: u64,
+    ) -> Result<Option<FileHead>, ErrorCode> {
+        let Ok(descriptor) = self.0.get(&dir) else {
+            return Err(ErrorCode::BadDescriptor);
+        };
+        let Descriptor::Dir(dir) = descriptor else {
+            return Err(ErrorCode::NotDirectory);
+        };
+        let max = usize::try_from(max).unwrap_or(usize::MAX).min(MAX_HEAD);
+        head(&dir.dir, &path, max).map_err(|e| code(&e))
+    }
+}
+
+/// The most `read-head` reads.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// The size and first `max` bytes of the regular file at `path` beneath
+/// `dir`; `None` for anything else (a final symlink, a directory, a special
+/// file, a path whose last component is `.` or `..`), which is not opened.
+/// The directories on the way are resolved by the kernel, beneath `dir`
+/// (`openat2` with `RESOLVE_BENEATH`, as `open-at` resolves them); the last
+/// component is looked at and opened without following it, relative to its
+/// directory, so it cannot lead out either. Opened non-blocking: should a
+/// named pipe take the file's place between the look and the open, the
+/// read finds it empty instead of waiting for a writer.
+#[cfg(target_os = "linux")]
+fn head(dir: &std::fs::File, path: &str, max: usize) -> std::io::Result<Option<FileHead>> {
+    use std::os::unix::fs::FileExt;
+
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+
+    let (parent, name) = match path.rsplit_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, path),
+    };
+    if matches!(name, "" | "." | "..") {
+        return Ok(None);
+    }
+    let parent = match parent {
+        Some(parent) => Some(rustix::fs::openat2(
+            dir,
+            parent,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )?),
+        None => None,
+    };
+    let at = match &parent {
+        Some(fd) => rustix::fd::AsFd::as_fd(fd),
+        None => rustix::fd::AsFd::as_fd(dir),
+    };
+    let stat = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Ok(None);
+    }
+    let file = std::fs::File::from(rustix::fs::openat(
+        at,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let mut data = vec![
+        0;
+        max.min(
+            usize::try_from(size)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+        )
+    ];
+    // A short read of a regular file is its end.
+    let mut filled = 0;
+    while filled < data.len() {
+        match file.read_at(&mut data[filled..], filled as u64) {
+            Ok(n) if filled + n < data.len() => {
+                filled += n;
+                break;
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    data.truncate(filled);
+    Ok(Some(FileHead { size, data }))
+}
+
+/// Elsewhere the call answers "unsupported"; the guest asks `stat-at`.
+#[cfg(not(target_os = "linux"))]
+fn head(_dir: &std::fs::File, _path: &str, _max: usize) -> std::io::Result<Option<FileHead>> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
 /// Reads every entry of `dir` (an open directory), sorted by name.

@@ -15,6 +15,16 @@ pub struct Meta {
     pub len: u64,
 }
 
+/// A regular file read in one go: its size and first bytes.
+pub struct Head {
+    /// Size in bytes, as it was when asked.
+    pub len: u64,
+    /// The first bytes; the whole file when [`Head::whole`].
+    pub data: Vec<u8>,
+    /// `data` is the whole file.
+    pub whole: bool,
+}
+
 /// The type of a directory entry, as its listing tells it (a symlink is
 /// not followed). Named like std's `FileType` methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +103,7 @@ mod imp {
         Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
     };
 
-    use super::{EntryType, Meta};
+    use super::{EntryType, Head, Meta};
     use crate::bindings::warden::tool::host_fs;
     use crate::paths;
 
@@ -111,6 +121,29 @@ mod imp {
             regular: stat.type_ == DescriptorType::RegularFile,
             len: stat.size,
         })
+    }
+
+    /// The size and first `max` bytes of `path` when it is a regular file
+    /// (not through a final symlink), in one host call: `None` when the
+    /// host cannot tell that way (then [`stat`] and [`open`] say what it
+    /// is, and word any error as before). A missing file is an error.
+    pub fn read_head(path: &str, max: usize) -> io::Result<Option<Head>> {
+        let (dir, rel) = preopen(path)?;
+        match host_fs::read_head(dir, rel, max as u64) {
+            Ok(Some(head)) => {
+                // A read shorter than asked (`max`, or one byte past the
+                // size) found the end.
+                let asked =
+                    usize::try_from(head.size.saturating_add(1)).map_or(max, |n| n.min(max));
+                Ok(Some(Head {
+                    len: head.size,
+                    whole: head.data.len() < asked,
+                    data: head.data,
+                }))
+            }
+            Err(ErrorCode::NoEntry) => Err(error(ErrorCode::NoEntry)),
+            Ok(None) | Err(_) => Ok(None),
+        }
     }
 
     /// Opens `path` for reading, like `File::open`; `meta` is its [`stat`].
@@ -303,6 +336,11 @@ mod imp {
         })
     }
 
+    /// Off wasm32 there is no host call to read a file in one go.
+    pub fn read_head(_path: &str, _max: usize) -> io::Result<Option<super::Head>> {
+        Ok(None)
+    }
+
     pub fn open(path: &str, _meta: &Meta) -> io::Result<File> {
         File::open(path)
     }
@@ -331,4 +369,4 @@ mod imp {
     }
 }
 
-pub use imp::{open, read_dir, stat};
+pub use imp::{open, read_dir, read_head, stat};

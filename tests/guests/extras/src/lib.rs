@@ -1,7 +1,7 @@
 //! Probes the host extras (`warden:tool/host-extras`) for warden's
 //! integration tests: what `call.time-limit` and the monotonic clock say, and
-//! what `host-fs.list-dir` answers for a handle the guest holds. Never
-//! shipped.
+//! what `host-fs.list-dir` and `host-fs.read-head` answer for a handle the
+//! guest holds. Never shipped.
 
 wit_bindgen::generate!({
     path: "../../../wit",
@@ -21,6 +21,7 @@ use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 
 const NO_ARGS: &str = r#"{"type":"object","additionalProperties":false}"#;
 const LIST_ARGS: &str = r#"{"type":"object","properties":{"path":{"type":"string"},"file":{"type":"boolean"}},"additionalProperties":false}"#;
+const HEAD_ARGS: &str = r#"{"type":"object","properties":{"path":{"type":"string"},"max":{"type":"integer"},"file":{"type":"boolean"}},"required":["path"],"additionalProperties":false}"#;
 
 struct Component;
 
@@ -33,12 +34,21 @@ impl Guest for Component {
                 "probe_list_dir",
                 "Lists `path` (relative to the first preopen, `.` by default) with host-fs list-dir: one `type name` line per entry, then `bad-names N`; opens it as a file when `file` is true.",
             ),
+            (
+                "probe_read_head",
+                "Reads `path` under the first preopen with host-fs read-head (`max` bytes, default 1024): `none`, or `size N: data`; asks through a file handle of `.` when `file` is true.",
+            ),
         ]
         .iter()
         .map(|(name, description)| Spec {
             name: name.to_string(),
             description: description.to_string(),
-            parameters: if *name == "probe_list_dir" { LIST_ARGS } else { NO_ARGS }.into(),
+            parameters: match *name {
+                "probe_list_dir" => LIST_ARGS,
+                "probe_read_head" => HEAD_ARGS,
+                _ => NO_ARGS,
+            }
+            .into(),
             aliases: vec![],
             mutates: false,
         })
@@ -77,6 +87,37 @@ impl Guest for Component {
                         Ok(out.join("\n"))
                     }
                     Err(e) => Err(Error::Failed(format!("list-dir: {e:?}"))),
+                }
+            }
+            "probe_read_head" => {
+                let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+                let max = args.get("max").and_then(Value::as_u64).unwrap_or(1024);
+                let dirs = wasip2::filesystem::preopens::get_directories();
+                let (root, _) = dirs
+                    .first()
+                    .ok_or_else(|| Error::Failed("no preopen".into()))?;
+                let file;
+                let handle = if args.get("file").and_then(Value::as_bool).unwrap_or(false) {
+                    file = root
+                        .open_at(
+                            PathFlags::empty(),
+                            "a.txt",
+                            OpenFlags::empty(),
+                            DescriptorFlags::READ,
+                        )
+                        .map_err(|e| Error::Failed(format!("open: {e:?}")))?;
+                    &file
+                } else {
+                    root
+                };
+                match warden::tool::host_fs::read_head(handle, path, max) {
+                    Ok(None) => Ok("none".into()),
+                    Ok(Some(head)) => Ok(format!(
+                        "size {}: {}",
+                        head.size,
+                        String::from_utf8_lossy(&head.data)
+                    )),
+                    Err(e) => Err(Error::Failed(format!("read-head: {e:?}"))),
                 }
             }
             _ => Err(Error::NotFound(format!("no tool {name}"))),

@@ -54,6 +54,16 @@ fn run(args: Args) -> Result<String, ToolError> {
     if offset == 0 || limit == 0 {
         return Err(invalid("offset and limit start at 1"));
     }
+    if let Some(head) = read_op(path, file::read_head(path, READ_BUFFER))?
+        && head.whole
+    {
+        if head.data.is_empty() {
+            return Ok(format!("{path} is empty (0 bytes)"));
+        }
+        let capacity = head.data.len() + 1;
+        return render(&head.data[..], offset, limit, capacity)
+            .map_err(|e| render_error(e, path, head.len, offset));
+    }
     let meta = read_op(path, file::stat(path))?;
     if meta.is_dir {
         return Err(invalid(format!(
@@ -73,10 +83,15 @@ fn run(args: Args) -> Result<String, ToolError> {
         .unwrap_or(usize::MAX)
         .saturating_add(1)
         .min(READ_BUFFER);
-    render(file, offset, limit, capacity).map_err(|e| match e {
+    render(file, offset, limit, capacity).map_err(|e| render_error(e, path, meta.len, offset))
+}
+
+/// The error for a file (`len` bytes) that could not be rendered.
+fn render_error(e: RenderError, path: &str, len: u64, offset: usize) -> ToolError {
+    match e {
         RenderError::Binary => invalid(format!(
             "{path} is a binary file ({}); read_file only shows text files",
-            human_size(meta.len)
+            human_size(len)
         )),
         RenderError::PastEnd(total) => invalid(format!(
             "offset {offset} is past the end of {path}, which has {total} line{}; \
@@ -84,7 +99,7 @@ fn run(args: Args) -> Result<String, ToolError> {
             if total == 1 { "" } else { "s" }
         )),
         RenderError::Io(e) => io_error(&e, path, Access::Read),
-    })
+    }
 }
 
 /// Appends `n` right-aligned in 6 columns and a tab, like
