@@ -1401,3 +1401,47 @@ fn a_client_that_goes_away_stops_the_call_it_left_running() {
     );
     assert_eq!(warden_tests::sleeping("777410"), Vec::<u32>::new());
 }
+
+/// A script the command names relative to the workspace is found when the
+/// server is granted only its folder (it then starts in `/`, not in the
+/// workspace); one outside its grants is refused, saying what to grant.
+#[test]
+fn a_script_named_relative_to_the_workspace_runs_with_only_its_folder_granted() {
+    if !python_mcp() {
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.ws.join("server")).unwrap();
+    std::fs::copy(
+        script("demo_server.py"),
+        sb.ws.join("server/demo_server.py"),
+    )
+    .unwrap();
+    let policy = |read: &str| {
+        format!(
+            "[mcp.demo]\ncommand = [{:?}, \"server/demo_server.py\"]\nread = [\"{read}\"]\n",
+            system_python()
+        )
+    };
+    sb.policy(&policy("server"));
+    sb.trust();
+    let called = run(sb
+        .warden()
+        .args(["tools", "call", "demo__echo", r#"{"text":"hi"}"#]));
+    assert_eq!(called.code, 0, "{}", called.stderr);
+    assert_eq!(called.stdout.trim(), "hi", "{}", called.stderr);
+
+    sb.policy(&policy("docs"));
+    sb.trust();
+    let listed = run(sb.warden().args(["tools", "list"]));
+    assert!(!listed.stdout.contains("demo__"), "{}", listed.stdout);
+    assert!(
+        listed.stderr.contains(
+            "MCP server `demo` is not available: its command names server/demo_server.py, \
+             which is outside the directories it is granted; add \"server\" to its `read` \
+             grants in warden.toml"
+        ),
+        "{}",
+        listed.stderr
+    );
+}

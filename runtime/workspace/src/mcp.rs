@@ -1046,8 +1046,31 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
     } else {
         PathBuf::from("/")
     };
+    // A file the command names relative to the workspace is the
+    // workspace's, as warden pins it, wherever the server starts: one not
+    // granted the workspace itself starts in `/`, so it gets the file by
+    // its absolute path.
+    let mut args = argv[1..].to_vec();
+    if cwd == Path::new("/") {
+        for arg in &mut args {
+            let Some(path) = named_file(arg, root) else {
+                continue;
+            };
+            if !read.iter().chain(&write).any(|d| path.starts_with(d)) {
+                let folder = Path::new(arg.as_str())
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or(".".into(), |p| p.display().to_string());
+                return Err(format!(
+                    "its command names {arg}, which is outside the directories it is granted; \
+                     add \"{folder}\" to its `read` grants in warden.toml"
+                ));
+            }
+            *arg = path.display().to_string();
+        }
+    }
     let mut spec = warden_confine::Spec::new(program, cwd);
-    spec.args = argv[1..].to_vec();
+    spec.args = args;
     spec.network = server
         .grants
         .caps
@@ -1071,6 +1094,20 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
     spec.write = write;
     spec.pinned = server.pinned.clone();
     Ok(spec)
+}
+
+/// The workspace file (its real path) that command argument `arg` names
+/// relative to the workspace: a path with a folder in it, or the name of a
+/// script (`server.py`), that is a file there.
+fn named_file(arg: &str, root: &Path) -> Option<PathBuf> {
+    let script = Path::new(arg)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_SUFFIXES.contains(&e));
+    if arg.starts_with('-') || Path::new(arg).is_absolute() || !(arg.contains('/') || script) {
+        return None;
+    }
+    root.join(arg).canonicalize().ok().filter(|p| p.is_file())
 }
 
 /// SHA-256 of each workspace file the command line of `launch` runs,
