@@ -399,12 +399,15 @@ fn usage_totals_are_shown_at_the_end_and_in_json() {
             chunk::done(),
         ]),
         answer("Again."),
+        calls(&[("c2", "read_file", r#"{"path":"hello.txt"}"#)]),
+        answer("Read."),
     ]);
     let r = warden_run(&sb, &mock, &["read"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("tokens: 30 prompt + 7 completion = 37 (1 model call)"),
+        r.stderr.contains(
+            "tokens: 30 prompt + 7 completion = 37 (2 model calls, 1 not counted by the server)"
+        ),
         "{}",
         r.stderr
     );
@@ -413,6 +416,11 @@ fn usage_totals_are_shown_at_the_end_and_in_json() {
     assert_eq!(last["type"], "final");
     assert_eq!(last["usage"]["total_tokens"], 15);
     assert_eq!(last["usage"]["model_calls"], 1);
+    // Every call the model answered counts, with token counts or without.
+    let r = warden_run(&sb, &mock, &["--json", "read again"]);
+    let last: Value = serde_json::from_str(r.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["usage"]["total_tokens"], 15);
+    assert_eq!(last["usage"]["model_calls"], 2);
     assert!(
         bodies(&mock)
             .iter()

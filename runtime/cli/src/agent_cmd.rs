@@ -252,9 +252,9 @@ pub fn run(
     let mut r = Renderer::new(json);
     let result = send(&rt, &mut agent, (&approver, &journal), &mut r, &task);
     let changes = journal.end_turn();
-    let (usage, calls) = r.take_usage();
-    let mut usage_value = usage_json(&usage);
-    usage_value["model_calls"] = calls.into();
+    let tally = r.take_usage();
+    let mut usage_value = usage_json(&tally.usage);
+    usage_value["model_calls"] = tally.calls.into();
     if !json {
         // The answer ends its line before the usage line (on a terminal,
         // stdout and stderr share the screen).
@@ -262,7 +262,7 @@ pub fn run(
             Ok(answer) => r.finish_answer(answer),
             Err(_) => r.line_break(),
         }
-        if let Some(line) = Renderer::usage_line(&usage, calls) {
+        if let Some(line) = tally.line() {
             stderr_line!("{line}");
         }
     }
@@ -572,8 +572,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
             Err(e) => stderr_line!("error: {}", inert(&e.to_string())),
         }
         report_changes(&changes);
-        let (usage, calls) = r.take_usage();
-        if let Some(line) = Renderer::usage_line(&usage, calls) {
+        if let Some(line) = r.take_usage().line() {
             stderr_line!("{line}");
         }
     }

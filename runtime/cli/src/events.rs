@@ -17,9 +17,47 @@ pub struct Renderer {
     /// Bytes of answer text printed since the last model call.
     pub streamed: usize,
     at_line_start: bool,
-    /// Token counts of the model calls since [`Renderer::take_usage`].
-    usage: Usage,
-    calls: u32,
+    /// The model calls since [`Renderer::take_usage`].
+    tally: Tally,
+}
+
+/// The model calls of a run or a chat turn, and the tokens the server
+/// counted for them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    /// The counted tokens, summed.
+    pub usage: Usage,
+    /// Every model call that answered.
+    pub calls: u32,
+    /// Those whose answer carried no token counts.
+    pub uncounted: u32,
+}
+
+impl Tally {
+    /// One line of token totals for the terminal, when the server counted
+    /// any; it says when the totals leave out calls the server did not
+    /// count.
+    pub fn line(&self) -> Option<String> {
+        let Tally {
+            usage,
+            calls,
+            uncounted,
+        } = self;
+        (usage.total_tokens > 0).then(|| {
+            let not_counted = if *uncounted > 0 {
+                format!(", {uncounted} not counted by the server")
+            } else {
+                String::new()
+            };
+            format!(
+                "tokens: {} prompt + {} completion = {} ({calls} model call{}{not_counted})",
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.total_tokens,
+                if *calls == 1 { "" } else { "s" }
+            )
+        })
+    }
 }
 
 impl Renderer {
@@ -30,31 +68,13 @@ impl Renderer {
             spinner: None,
             streamed: 0,
             at_line_start: true,
-            usage: Usage::default(),
-            calls: 0,
+            tally: Tally::default(),
         }
     }
 
-    /// The tokens of the model calls since the last take (a run, a chat
-    /// turn), and how many calls there were.
-    pub fn take_usage(&mut self) -> (Usage, u32) {
-        let taken = (self.usage, self.calls);
-        self.usage = Usage::default();
-        self.calls = 0;
-        taken
-    }
-
-    /// One line of token totals for the terminal, when the server counted.
-    pub fn usage_line(usage: &Usage, calls: u32) -> Option<String> {
-        (usage.total_tokens > 0).then(|| {
-            format!(
-                "tokens: {} prompt + {} completion = {} ({calls} model call{})",
-                usage.prompt_tokens,
-                usage.completion_tokens,
-                usage.total_tokens,
-                if calls == 1 { "" } else { "s" }
-            )
-        })
+    /// The model calls since the last take (a run, a chat turn).
+    pub fn take_usage(&mut self) -> Tally {
+        std::mem::take(&mut self.tally)
     }
 
     /// Ends the answer on stdout: prints it if nothing was streamed, then a
@@ -219,11 +239,16 @@ impl Renderer {
                 };
                 stderr_line!("{line}");
             }
-            Event::Usage(u) => {
-                self.usage.prompt_tokens += u.prompt_tokens;
-                self.usage.completion_tokens += u.completion_tokens;
-                self.usage.total_tokens += u.total_tokens;
-                self.calls += 1;
+            Event::Usage(None) => {
+                self.tally.calls += 1;
+                self.tally.uncounted += 1;
+            }
+            Event::Usage(Some(u)) => {
+                let sum = &mut self.tally.usage;
+                sum.prompt_tokens += u.prompt_tokens;
+                sum.completion_tokens += u.completion_tokens;
+                sum.total_tokens += u.total_tokens;
+                self.tally.calls += 1;
                 if self.json {
                     self.emit(json!({"type": "usage", "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.total_tokens}));
                 }

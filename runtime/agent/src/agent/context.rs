@@ -244,14 +244,18 @@ impl Agent {
         });
         let budget_bytes = (target / 2).saturating_sub(request_tokens(&self.history[..1], tools))
             * BYTES_PER_TOKEN;
-        let (summary, usage) = tokio::select! {
+        let answered = tokio::select! {
             s = self.summary_by_model(&older, budget_bytes as usize) => s,
             _ = cancel.cancelled() => return Err(AgentError::Cancelled),
         };
-        // The summary's tokens are spent like any others: counted.
-        if let Some(usage) = usage {
-            self.record(Record::Usage { ts: now(), usage })?;
+        let mut summary = None;
+        // The summary's call and tokens are spent like any others: counted.
+        if let Some((text, usage)) = answered {
+            if let Some(usage) = usage {
+                self.record(Record::Usage { ts: now(), usage })?;
+            }
             on(Event::Usage(usage));
+            summary = text;
         }
         let summary = summary.unwrap_or_else(|| summary_by_list(&older));
         let mut text = format!(
@@ -274,13 +278,14 @@ impl Agent {
     }
 
     /// Asks the model, without tools, for a summary of `older`, shown to it
-    /// in at most `max_bytes`: the summary (`None` when it fails), and the
-    /// tokens the call reported.
+    /// in at most `max_bytes`: once it answered, the summary (`None` when
+    /// the answer is none) and the tokens the call reported; `None` when
+    /// the call failed.
     async fn summary_by_model(
         &self,
         older: &[Message],
         max_bytes: usize,
-    ) -> (Option<String>, Option<crate::Usage>) {
+    ) -> Option<(Option<String>, Option<crate::Usage>)> {
         let messages = [
             Message::System {
                 content: "You condense a conversation between a user and a coding agent into \
@@ -297,12 +302,10 @@ impl Agent {
             messages: &messages,
             tools: &[],
         };
-        let Ok(c) = self.client.complete(request, &mut |_| {}).await else {
-            return (None, None);
-        };
+        let c = self.client.complete(request, &mut |_| {}).await.ok()?;
         let text = c.content.trim();
         let summary = (!text.is_empty() && c.tool_calls.is_empty()).then(|| cut(text, 3_000));
-        (summary, c.usage)
+        Some((summary, c.usage))
     }
 }
 

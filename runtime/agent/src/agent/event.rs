@@ -41,8 +41,9 @@ pub enum Event<'a> {
         arguments: &'a str,
         result: &'a ToolResult,
     },
-    /// Token usage of one model call.
-    Usage(Usage),
+    /// One model call answered, with its token usage when the server
+    /// counted it (some do not, or not on every reply).
+    Usage(Option<Usage>),
 }
 
 /// Why a task stopped without a final answer.

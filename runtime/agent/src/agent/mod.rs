@@ -199,8 +199,8 @@ impl Agent {
                     ts: now(),
                     usage: u,
                 })?;
-                on(Event::Usage(u));
             }
+            on(Event::Usage(completion.usage));
             // An empty assistant message would be refused by strict servers
             // on the next request: it is not kept, and the user is told.
             if completion.content.trim().is_empty() && completion.tool_calls.is_empty() {
