@@ -1445,3 +1445,49 @@ fn a_script_named_relative_to_the_workspace_runs_with_only_its_folder_granted() 
         listed.stderr
     );
 }
+
+/// A dead server started again within a call is held to the call's time
+/// limit (the server's `timeout`), not to the longer limit of a start:
+/// the model hears why at its end, and the run goes on.
+#[test]
+fn a_restart_that_hangs_ends_with_the_calls_time_limit() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    if !python_mcp() {
+        return;
+    }
+    let (sb, _) = with_demo_server_after_crash("--stall-after-crash");
+    let policy = std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap();
+    sb.policy(&format!("{policy}timeout = \"2s\"\n"));
+    sb.trust();
+    let mock = MockLlm::start(vec![
+        calls(&[("c", "demo__crash", r#"{"marker":"m"}"#)]),
+        calls(&[("e", "demo__echo", r#"{"text":"after the crash"}"#)]),
+        answer("The server is down."),
+    ]);
+    let start = std::time::Instant::now();
+    let out = sb
+        .warden()
+        .env("OPENAI_BASE_URL", mock.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["run", "--yes", "go"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Two calls of at most 2 s each, and the restart's start-up.
+    assert!(
+        start.elapsed() < Duration::from_secs(12),
+        "took {:?}: {stderr}",
+        start.elapsed()
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{stderr}");
+    let said = requests[2].body["messages"].to_string();
+    assert!(
+        said.contains(
+            "MCP server `demo` had exited, and starting it again failed: it did not start \
+             within 2s (the server's timeout, which bounds the whole call)"
+        ),
+        "{said}"
+    );
+}

@@ -250,7 +250,8 @@ impl McpTools {
     ) -> Result<Opened, String> {
         Ok(match &server.launch {
             McpLaunch::Command(argv) => {
-                let (listed, process) = self.start_process(server, argv, root, None)?;
+                let (listed, process) =
+                    self.start_process(server, argv, root, None, START_TIMEOUT)?;
                 Opened {
                     listed,
                     process: Some(process),
@@ -268,15 +269,16 @@ impl McpTools {
         })
     }
 
-    /// Starts the server's program confined and lists its tools on stdio;
-    /// cancelling `cancel` stops the wait for it (and kills it). Why it
-    /// failed ends with the last lines it wrote to stderr.
+    /// Starts the server's program confined and lists its tools on stdio,
+    /// within `limit`; cancelling `cancel` stops the wait for it (and kills
+    /// it). Why it failed ends with the last lines it wrote to stderr.
     fn start_process(
         &self,
         server: &McpServer,
         argv: &[String],
         root: &Path,
         cancel: Option<&CallCancel>,
+        limit: Duration,
     ) -> Result<(Listed, (warden_confine::Confined, ProcessOutput)), String> {
         // Started from the servers' runtime thread, which lives as long as
         // they do: the confinement helper dies with the thread that
@@ -300,7 +302,7 @@ impl McpTools {
             output: output.clone(),
         };
         let stdin = Sender::from_owned_fd(stdin.into()).map_err(|e| e.to_string())?;
-        match self.list(().serve((stdout, stdin)), "its command", cancel) {
+        match self.list(().serve((stdout, stdin)), "its command", cancel, limit) {
             Ok(listed) => Ok((listed, (process, output))),
             Err(why) => {
                 process.kill();
@@ -345,31 +347,34 @@ impl McpTools {
             let http = http.clone();
             async move { ().serve(StreamableHttpClientTransport::with_client(http, config)).await }
         };
-        let listed = self.list(serving, "its URL", None).map_err(|why| {
-            // Why the request did not go out, and why a secret was not
-            // sent, say more than the client's error does.
-            let why = match http.failure() {
-                Some(failure) => format!("it could not be reached: {failure}"),
-                None => why,
-            };
-            match out.notes() {
-                notes if notes.is_empty() => why,
-                notes => format!("{why}; {}", notes.join("; ")),
-            }
-        })?;
+        let listed = self
+            .list(serving, "its URL", None, START_TIMEOUT)
+            .map_err(|why| {
+                // Why the request did not go out, and why a secret was not
+                // sent, say more than the client's error does.
+                let why = match http.failure() {
+                    Some(failure) => format!("it could not be reached: {failure}"),
+                    None => why,
+                };
+                match out.notes() {
+                    notes if notes.is_empty() => why,
+                    notes => format!("{why}; {}", notes.join("; ")),
+                }
+            })?;
         Ok((listed, http))
     }
 
     /// Waits for the client `serving` to initialize, then lists the
-    /// server's tools, within [`START_TIMEOUT`], or until `cancel`.
+    /// server's tools, within `limit`, or until `cancel`.
     fn list<E: std::fmt::Display>(
         &self,
         serving: impl Future<Output = Result<RunningService<RoleClient, ()>, E>> + Send + 'static,
         check: &'static str,
         cancel: Option<&CallCancel>,
+        limit: Duration,
     ) -> Result<Listed, String> {
         let listing = async move {
-            tokio::time::timeout(START_TIMEOUT, async {
+            tokio::time::timeout(limit, async {
                 let client = serving.await.map_err(|e| {
                     let e = without_type_names(&e.to_string());
                     format!("it did not answer `initialize` ({e}); check {check}")
@@ -378,7 +383,16 @@ impl McpTools {
                 Ok::<_, String>((client, tools))
             })
             .await
-            .map_err(|_| format!("it did not start within {}s", START_TIMEOUT.as_secs()))?
+            .map_err(|_| {
+                // Shorter than the start limit only for a start within a
+                // call, bounded by the server's timeout.
+                let whose = if limit < START_TIMEOUT {
+                    " (the server's timeout, which bounds the whole call)"
+                } else {
+                    ""
+                };
+                format!("it did not start within {}s{whose}", limit.as_secs_f64())
+            })?
         };
         match cancel {
             Some(cancel) => self
@@ -634,9 +648,11 @@ impl McpTools {
             }
         };
         let params = CallToolRequestParams::new(tool.remote.clone()).with_arguments(map);
+        // What a start of the server within the call left of its time.
+        let left = limits.timeout.saturating_sub(started.elapsed());
         let (done, wait) = std::sync::mpsc::channel();
         let task = self.rt().spawn(async move {
-            let answer = tokio::time::timeout(limits.timeout, peer.call_tool(params)).await;
+            let answer = tokio::time::timeout(left, peer.call_tool(params)).await;
             let _ = done.send(answer);
         });
         let abort = Arc::new(task.abort_handle());
@@ -792,8 +808,10 @@ impl McpTools {
         // Each try counts, whether or not the server comes up: one that
         // keeps failing to start is not started again at every call.
         live.restarts += 1;
+        // The start is part of the call, and bounded by its time limit.
+        let limit = server.grants.limits.timeout.min(START_TIMEOUT);
         let ((client, tools), (process, stderr)) = self
-            .start_process(server, argv, &self.root, Some(cancel))
+            .start_process(server, argv, &self.root, Some(cancel), limit)
             .map_err(|why| {
                 format!(
                     "MCP server `{name}` had exited, and starting it again failed: {}",
