@@ -93,12 +93,7 @@ fn read_head_reads_only_regular_files_beneath_the_handle_and_never_follows_the_l
     std::os::unix::fs::symlink(outside.path(), sb.ws.join("link_out")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), sb.ws.join("file_out")).unwrap();
     std::os::unix::fs::symlink("a.txt", sb.ws.join("file_in")).unwrap();
-    let fifo = sb.ws.join("pipe");
-    let status = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    super::fs_tools_tree::host_mkfifo(&sb, "pipe");
     let head = |path: &str, max: u64| {
         tools.call(
             "probe_read_head",

@@ -273,7 +273,7 @@ fn delete_needs_recursive_for_a_non_empty_directory() {
 }
 
 /// Makes a named pipe at workspace path `rel` (Linux and macOS `mkfifo`).
-fn host_mkfifo(sb: &Sandbox, rel: &str) {
+pub(super) fn host_mkfifo(sb: &Sandbox, rel: &str) {
     let status = std::process::Command::new("mkfifo")
         .arg(sb.ws.join(rel))
         .status()

@@ -336,12 +336,7 @@ fn an_http_body_written_but_never_sent_ends_at_the_deadline() {
 fn a_named_pipe_ends_at_the_deadline() {
     let sb = Sandbox::new();
     limited(&sb, "fs_probe", "64MiB");
-    let fifo = sb.ws.join("pipe");
-    let status = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    super::fs_tools_tree::host_mkfifo(&sb, "pipe");
     let tools = sb.toolset(&[guests::HOSTILE]);
     let start = Instant::now();
     let out = tools.call("fs_probe", r#"{"op":"read","path":"pipe"}"#);
