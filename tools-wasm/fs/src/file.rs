@@ -128,6 +128,8 @@ mod imp {
     /// host cannot tell that way (then [`stat`] and [`open`] say what it
     /// is, and word any error as before). A missing file is an error.
     pub fn read_head(path: &str, max: usize) -> io::Result<Option<Head>> {
+        // The host reads at most 64 KiB (`read-head` in wit/host.wit).
+        let max = max.min(64 * 1024);
         let (dir, rel) = preopen(path)?;
         match host_fs::read_head(dir, rel, max as u64) {
             Ok(Some(head)) => {
