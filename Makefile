@@ -20,8 +20,8 @@ test-guests: wasm-target
 ## The warden binary only: a fresh clone builds it without the test guests.
 build: tools
 	cargo build --release -p warden-cli
-	@# Built without debug info (Cargo.toml: it would make the hot-functions
-	@# link order differ from clone to clone); the symbols go too.
+	@# The profile has no debug info (Cargo.toml); this drops what the
+	@# standard library brings.
 	strip --strip-debug $(CARGO_TARGET_DIR)/release/warden
 
 test: tools test-guests
