@@ -1118,11 +1118,10 @@ fn spec(server: &McpServer, argv: &[String], root: &Path) -> Result<warden_confi
 /// relative to the workspace: a path with a folder in it, or the name of a
 /// script (`server.py`), that is a file there.
 fn named_file(arg: &str, root: &Path) -> Option<PathBuf> {
-    let script = Path::new(arg)
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| SCRIPT_SUFFIXES.contains(&e));
-    if arg.starts_with('-') || Path::new(arg).is_absolute() || !(arg.contains('/') || script) {
+    if arg.starts_with('-')
+        || Path::new(arg).is_absolute()
+        || !(arg.contains('/') || is_script(arg))
+    {
         return None;
     }
     root.join(arg).canonicalize().ok().filter(|p| p.is_file())
@@ -1161,13 +1160,8 @@ pub(crate) fn launch_files(launch: &McpLaunch, root: &Path) -> BTreeMap<String, 
                 .and_then(|p| p.canonicalize().ok())
                 .is_some_and(|p| p.starts_with(root));
             let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file());
-            let code = meta.is_some_and(|m| {
-                let script = Path::new(arg)
-                    .extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| SCRIPT_SUFFIXES.contains(&e));
-                i == 0 || script || m.permissions().mode() & 0o111 != 0
-            });
+            let code = meta
+                .is_some_and(|m| i == 0 || is_script(arg) || m.permissions().mode() & 0o111 != 0);
             if !inside || !code {
                 return None;
             }
@@ -1232,6 +1226,14 @@ fn without_type_names(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Whether `arg` names a file an interpreter runs, by its suffix.
+fn is_script(arg: &str) -> bool {
+    Path::new(arg)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_SUFFIXES.contains(&e))
 }
 
 /// Suffixes of the files an interpreter runs.
