@@ -305,13 +305,15 @@ impl ToolHost {
         // The watchdog wakes `expired` at the deadline: whatever the guest
         // waits on in the host is dropped with `run`.
         let expired = slot.wake.notified();
-        let answered = wasmtime_wasi::runtime::in_tokio(async {
+        // Boxed: the future (nearly 3 KB with the guest call in it) is then
+        // not copied on its way into the runtime, each copy to cold stack.
+        let answered = wasmtime_wasi::runtime::in_tokio(Box::pin(async {
             tokio::select! {
                 biased;
                 r = run => Some(r),
                 () = expired => None,
             }
-        });
+        }));
         let mut result = match answered {
             Some(Ok(out)) => Ok(out),
             Some(Err(e)) => {

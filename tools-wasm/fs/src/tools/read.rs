@@ -60,8 +60,7 @@ fn run(args: Args) -> Result<String, ToolError> {
         if head.data.is_empty() {
             return Ok(format!("{path} is empty (0 bytes)"));
         }
-        let capacity = head.data.len() + 1;
-        return render(&head.data[..], offset, limit, capacity)
+        return render_whole(&head.data, offset, limit)
             .map_err(|e| render_error(e, path, head.len, offset));
     }
     let meta = read_op(path, file::stat(path))?;
@@ -143,19 +142,7 @@ pub fn render(
     limit: usize,
     size_hint: usize,
 ) -> Result<String, RenderError> {
-    let mut window = Window {
-        offset,
-        limit,
-        total: 0,
-        last: offset - 1,
-        full: false,
-        sniffed: 0,
-        out: String::with_capacity(
-            size_hint
-                .saturating_add(size_hint / 4)
-                .min(MAX_OUTPUT_BYTES),
-        ),
-    };
+    let mut window = Window::new(offset, limit, size_hint);
     // `buf[..filled]` holds read bytes; all but a last, unfinished line
     // are handed to the window after each read.
     let mut buf = vec![0; size_hint.clamp(64, READ_BUFFER)];
@@ -185,6 +172,14 @@ pub fn render(
     window.finish()
 }
 
+/// [`render`] of a whole file already in memory: its lines are taken
+/// where they are, without a read buffer.
+pub fn render_whole(data: &[u8], offset: usize, limit: usize) -> Result<String, RenderError> {
+    let mut window = Window::new(offset, limit, data.len());
+    window.lines(data, true)?;
+    window.finish()
+}
+
 /// The lines shown so far, and what is known of the file.
 struct Window {
     offset: usize,
@@ -201,6 +196,23 @@ struct Window {
 }
 
 impl Window {
+    /// An empty window; `size_hint` (the file size, or 0) sizes its output.
+    fn new(offset: usize, limit: usize, size_hint: usize) -> Window {
+        Window {
+            offset,
+            limit,
+            total: 0,
+            last: offset - 1,
+            full: false,
+            sniffed: 0,
+            out: String::with_capacity(
+                size_hint
+                    .saturating_add(size_hint / 4)
+                    .min(MAX_OUTPUT_BYTES),
+            ),
+        }
+    }
+
     /// Takes whole lines (the last one may lack its `\n` only at the end
     /// of the file). One pass each finds NUL bytes, checks UTF-8 and counts
     /// lines past the window; only lines up to its end are split.
@@ -285,8 +297,12 @@ impl Window {
 mod tests {
     use super::*;
 
+    /// `text` rendered from a reader and whole (the two must agree).
     fn render(text: &str, offset: usize, limit: usize) -> Result<String, usize> {
-        match super::render(text.as_bytes(), offset, limit, text.len()) {
+        let read = super::render(text.as_bytes(), offset, limit, text.len());
+        let whole = render_whole(text.as_bytes(), offset, limit);
+        assert_eq!(format!("{read:?}"), format!("{whole:?}"));
+        match read {
             Ok(out) => Ok(out),
             Err(RenderError::PastEnd(total)) => Err(total),
             Err(e) => panic!("{e:?}"),
@@ -336,8 +352,14 @@ mod tests {
 
     #[test]
     fn refuses_binary() {
-        let binary =
-            |bytes: &[u8]| matches!(super::render(bytes, 1, 10, 0), Err(RenderError::Binary));
+        let binary = |bytes: &[u8]| {
+            let read = matches!(super::render(bytes, 1, 10, 0), Err(RenderError::Binary));
+            assert_eq!(
+                read,
+                matches!(render_whole(bytes, 1, 10), Err(RenderError::Binary))
+            );
+            read
+        };
         assert!(binary(b"abc\0def\n"));
         assert!(binary(b"ok\nok\n\xff\xfe\n"));
         let mut late_nul = "x\n".repeat(SNIFF_LEN).into_bytes();
