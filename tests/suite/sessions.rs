@@ -1111,20 +1111,41 @@ fn a_turn_that_fetches_and_writes_is_undone_cleanly() {
     undo_puts_hello_back_and_no_more(&sb);
 }
 
-/// A transcript write that fails partway (a full disk) loses that record
-/// only: the chat goes on with a request a server accepts, and the session
-/// opens again afterwards. The sessions folder is a 48 KiB tmpfs, in a
-/// mount namespace of the test's own (root only, as CI runs).
-#[test]
-fn a_transcript_write_that_fails_partway_loses_only_that_record() {
+/// `warden chat` (with `args`, `input` on its stdin) writing its
+/// transcript on a 48 KiB tmpfs, in a mount namespace of the test's own;
+/// what it wrote is copied back under the real sessions folder afterwards.
+/// `None` where no such mount can be made (it needs root, as CI runs).
+fn chat_on_a_small_disk(sb: &Sandbox, mock: &MockLlm, args: &[&str], input: &str) -> Option<Run> {
     let can_mount = std::process::Command::new("unshare")
         .args(["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"])
         .status()
         .is_ok_and(|s| s.success());
     if !can_mount {
         eprintln!("skipped: no mount namespace with tmpfs here (needs root)");
-        return;
+        return None;
     }
+    let sessions = sb.home.join("state/warden/sessions");
+    let kept = sb.home.join("kept");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::create_dir_all(&kept).unwrap();
+    let script = "d=\"$1\"; k=\"$2\"; shift 2; \
+                  mount -t tmpfs -o size=48k,mode=0700 tmpfs \"$d\" || exit 99; \
+                  \"$0\" chat \"$@\"; rc=$?; cp -a \"$d\"/. \"$k\"/; umount \"$d\"; \
+                  cp -a \"$k\"/. \"$d\"/; exit $rc";
+    let mut unshared = sb.warden_at(Path::new("unshare"));
+    unshared
+        .args(["-m", "sh", "-c", script])
+        .arg(warden_tests::warden_bin())
+        .args([&sessions, &kept])
+        .args(args);
+    Some(with_input(unshared, mock, input))
+}
+
+/// A transcript write that fails partway (a full disk) loses that record
+/// only: the chat goes on with a request a server accepts, and the session
+/// opens again afterwards.
+#[test]
+fn a_transcript_write_that_fails_partway_loses_only_that_record() {
     let sb = Sandbox::new();
     let big: String = (0..3000)
         .map(|i| format!("line {i:05} of a big file\n"))
@@ -1134,22 +1155,9 @@ fn a_transcript_write_that_fails_partway_loses_only_that_record() {
         calls(&[("r", "read_file", r#"{"path":"big.txt"}"#)]),
         answer("Fine."),
     ]);
-    let sessions = sb.home.join("state/warden/sessions");
-    let kept = sb.home.join("kept");
-    std::fs::create_dir_all(&sessions).unwrap();
-    std::fs::create_dir_all(&kept).unwrap();
-    // The chat writes its transcript on the small tmpfs; what it left is
-    // copied back under the real folder once the tmpfs is gone.
-    let script = "d=\"$1\"; k=\"$2\"; \
-                  mount -t tmpfs -o size=48k,mode=0700 tmpfs \"$d\" || exit 99; \
-                  \"$0\" chat; rc=$?; cp -a \"$d\"/. \"$k\"/; umount \"$d\"; \
-                  cp -a \"$k\"/. \"$d\"/; exit $rc";
-    let mut unshared = sb.warden_at(Path::new("unshare"));
-    unshared
-        .args(["-m", "sh", "-c", script])
-        .arg(warden_tests::warden_bin())
-        .args([&sessions, &kept]);
-    let r = with_input(unshared, &mock, "read big.txt\nagain\n");
+    let Some(r) = chat_on_a_small_disk(&sb, &mock, &[], "read big.txt\nagain\n") else {
+        return;
+    };
     let stderr = r.stderr;
     assert_eq!(r.code, 0, "{stderr}");
     assert!(
@@ -1166,6 +1174,34 @@ fn a_transcript_write_that_fails_partway_loses_only_that_record() {
     let r = run(sb.warden().args(["sessions", "show", &id]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("again"), "{}", r.stdout);
+}
+
+/// A message that could not be written to the transcript (too long for
+/// the disk) never reached the model: the news of an undo it would have
+/// carried comes with the next message instead of being lost.
+#[test]
+fn the_news_of_an_undo_waits_for_a_message_that_reaches_the_transcript() {
+    let sb = Sandbox::new();
+    let mock = mock_writing_hello(&["Fine."]);
+    let too_long = "what now? ".repeat(6000);
+    let input = format!("change hello\n/undo\n{too_long}\nand then?\n");
+    let Some(r) = chat_on_a_small_disk(&sb, &mock, &["--yes"], &input) else {
+        return;
+    };
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot write the session transcript"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let bodies = bodies(&mock);
+    // The long message was never sent; the next one tells of the undo.
+    assert_eq!(bodies.len(), 3, "{}", r.stderr);
+    assert_told_of_undo(&last_user(&bodies[2]), "and then?");
 }
 
 /// The tokens a compaction's summary spent count like any others.

@@ -169,7 +169,7 @@ fn send(
     text: &str,
 ) -> Result<String, AgentError> {
     let (approver, journal) = built;
-    let undone = journal.take_undone().unwrap_or_else(|e| {
+    let undone = journal.undone().unwrap_or_else(|e| {
         stderr_line!(
             "warning: the model is not told what undo put back: {}",
             inert(&e.to_string())
@@ -185,9 +185,19 @@ fn send(
         noted = format!("{text}\n\n{}", undo_note(&undone));
         noted.as_str()
     };
+    agent.post(text)?;
+    // In the transcript: the model hears of it, with this turn or the next.
+    if !undone.is_empty()
+        && let Err(e) = journal.told_undone()
+    {
+        stderr_line!(
+            "warning: the model may be told again what undo put back: {}",
+            inert(&e.to_string())
+        );
+    }
     let cancel = CancellationToken::new();
     approver.set_turn(Some(cancel.clone()));
-    let result = until_ctrl_c(rt, &cancel, agent.send(text, &cancel, &mut |e| r.on(e)));
+    let result = until_ctrl_c(rt, &cancel, agent.answer(&cancel, &mut |e| r.on(e)));
     approver.set_turn(None);
     r.stop_spinner();
     result
@@ -499,7 +509,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 match agent.clear() {
                     Ok(()) => {
                         // A model that forgot everything needs no news of it.
-                        let _ = journal.take_undone();
+                        let _ = journal.told_undone();
                         stderr_line!("conversation cleared (the transcript keeps it)");
                     }
                     Err(e) => stderr_line!("error: {}", inert(&e.to_string())),

@@ -170,13 +170,18 @@ impl Journal {
     }
 
     /// The paths undos put back in this session's turns since its model
-    /// was last told, as the model named them; forgotten once taken, so
-    /// that the model hears of them once, with the next message.
-    pub fn take_undone(&self) -> io::Result<Vec<String>> {
-        let undone = read_undone(&self.dir, &self.session)?;
+    /// was last told, as the model named them. They stay until
+    /// [`Journal::told_undone`]: the model hears of them once, with the
+    /// next message that reaches its transcript.
+    pub fn undone(&self) -> io::Result<Vec<String>> {
+        read_undone(&self.dir, &self.session)
+    }
+
+    /// Forgets what [`Journal::undone`] listed: the model was told, or
+    /// forgot everything.
+    pub fn told_undone(&self) -> io::Result<()> {
         // A missing file is no error; a damaged one goes too.
-        self.dir.remove(undone_file(&self.session))?;
-        Ok(undone)
+        self.dir.remove(undone_file(&self.session))
     }
 
     /// Before a call of `tool` that may change files: snapshots what it

@@ -169,13 +169,22 @@ impl Agent {
         }
     }
 
-    /// Sends a user message and runs the loop until a final answer.
+    /// Sends a user message and runs the loop until a final answer:
+    /// [`Agent::post`], then [`Agent::answer`].
     pub async fn send(
         &mut self,
         user: &str,
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<String, AgentError> {
+        self.post(user)?;
+        self.answer(cancel, on).await
+    }
+
+    /// Adds a user message to the conversation. Once this returns, the
+    /// message is in the transcript (for a session), so whatever it
+    /// carries reaches the model even if the turn fails later.
+    pub fn post(&mut self, user: &str) -> Result<(), AgentError> {
         // A turn that failed partway (its transcript could not be written)
         // may have left calls without results: answered now, so that the
         // next request is one a server accepts.
@@ -192,6 +201,15 @@ impl Agent {
         })?;
         self.request = Some(user.to_string());
         self.repeats.reset();
+        Ok(())
+    }
+
+    /// Runs the loop on the message last posted until a final answer.
+    pub async fn answer(
+        &mut self,
+        cancel: &CancellationToken,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
+    ) -> Result<String, AgentError> {
         for _ in 0..self.settings.max_turns {
             let completion = self.ask_model(cancel, on).await?;
             if let Some(u) = completion.usage {
