@@ -101,9 +101,18 @@ fn read_head_reads_only_regular_files_beneath_the_handle_and_never_follows_the_l
         )
     };
 
-    assert_eq!(ok(head("a.txt", 100)), "size 5: hello");
-    assert_eq!(ok(head("sub/b.txt", 100)), "size 6: nested");
+    assert_eq!(ok(head("a.txt", 100)), "size 5, whole: hello");
+    assert_eq!(ok(head("sub/b.txt", 100)), "size 6, whole: nested");
     assert_eq!(ok(head("a.txt", 3)), "size 5: hel");
+    // Whole only when the read came back short: a file of exactly `max`
+    // bytes may go on, as far as one read can tell.
+    assert_eq!(ok(head("a.txt", 5)), "size 5: hello");
+    assert_eq!(ok(head("a.txt", 6)), "size 5, whole: hello");
+    // `max` is capped at 64 KiB.
+    let big = "x".repeat(70_000);
+    std::fs::write(sb.ws.join("big.txt"), &big).unwrap();
+    let capped = ok(head("big.txt", 100_000));
+    assert_eq!(capped, format!("size 70000: {}", &big[..64 << 10]));
     // The last component is never followed, in or out of the grant: the
     // answer is "ask stat-at", and nothing is read.
     assert_eq!(ok(head("file_out", 100)), "none");

@@ -165,8 +165,9 @@ fn head(dir: &std::fs::File, path: &str, max: usize) -> std::io::Result<Option<F
             Err(e) => return Err(e),
         }
     }
+    let whole = filled < data.len();
     data.truncate(filled);
-    Ok(Some(FileHead { size, data }))
+    Ok(Some(FileHead { size, data, whole }))
 }
 
 /// Elsewhere the call answers "unsupported"; the guest asks `stat-at`.

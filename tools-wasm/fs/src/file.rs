@@ -128,21 +128,13 @@ mod imp {
     /// host cannot tell that way (then [`stat`] and [`open`] say what it
     /// is, and word any error as before). A missing file is an error.
     pub fn read_head(path: &str, max: usize) -> io::Result<Option<Head>> {
-        // The host reads at most 64 KiB (`read-head` in wit/host.wit).
-        let max = max.min(64 * 1024);
         let (dir, rel) = preopen(path)?;
         match host_fs::read_head(dir, rel, max as u64) {
-            Ok(Some(head)) => {
-                // A read shorter than asked (`max`, or one byte past the
-                // size) found the end.
-                let asked =
-                    usize::try_from(head.size.saturating_add(1)).map_or(max, |n| n.min(max));
-                Ok(Some(Head {
-                    len: head.size,
-                    whole: head.data.len() < asked,
-                    data: head.data,
-                }))
-            }
+            Ok(Some(head)) => Ok(Some(Head {
+                len: head.size,
+                whole: head.whole,
+                data: head.data,
+            })),
             Err(ErrorCode::NoEntry) => Err(error(ErrorCode::NoEntry)),
             Ok(None) | Err(_) => Ok(None),
         }

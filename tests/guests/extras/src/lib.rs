@@ -113,8 +113,9 @@ impl Guest for Component {
                 match warden::tool::host_fs::read_head(handle, path, max) {
                     Ok(None) => Ok("none".into()),
                     Ok(Some(head)) => Ok(format!(
-                        "size {}: {}",
+                        "size {}{}: {}",
                         head.size,
+                        if head.whole { ", whole" } else { "" },
                         String::from_utf8_lossy(&head.data)
                     )),
                     Err(e) => Err(Error::Failed(format!("read-head: {e:?}"))),
