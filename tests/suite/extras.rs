@@ -146,3 +146,29 @@ fn read_head_reads_only_regular_files_beneath_the_handle_and_never_follows_the_l
     let e = err(tools.call("probe_read_head", r#"{"path":"a.txt","file":true}"#));
     assert!(e.message.contains("not-directory"), "{e}");
 }
+
+#[test]
+fn files_read_head_opened_are_closed_once_the_call_is_over() {
+    let (sb, tools) = extras("[tools.probe_read_head]\nread = [\".\"]\n");
+    std::fs::create_dir(sb.ws.join("held")).unwrap();
+    std::fs::write(sb.ws.join("held/a.txt"), "hello").unwrap();
+    std::fs::write(sb.ws.join("top.txt"), "top").unwrap();
+    // Closed after the answer (a close the answer need not wait for), but
+    // closed: the file and the directory on its way.
+    let open_here = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.starts_with(&sb.ws) && target != &sb.ws)
+            .collect()
+    };
+    for path in ["held/a.txt", "top.txt"] {
+        let args = serde_json::json!({ "path": path }).to_string();
+        assert!(ok(tools.call("probe_read_head", &args)).starts_with("size"));
+        assert_eq!(
+            open_here(),
+            Vec::<std::path::PathBuf>::new(),
+            "after {path}"
+        );
+    }
+}

@@ -39,7 +39,10 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorType, ErrorCode};
 
 /// Adds `warden:tool/host-fs` and `warden:tool/call` to the linker.
 pub(crate) fn add_host_extras(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    host_fs::add_to_linker::<CallState, Tables>(linker, |state| TableRef(&mut state.table))?;
+    host_fs::add_to_linker::<CallState, Tables>(linker, |state| TableRef {
+        table: &mut state.table,
+        closing: &mut state.closing,
+    })?;
     call::add_to_linker::<CallState, Clock>(linker, |state| ClockRef(&state.clock))
 }
 
@@ -63,12 +66,34 @@ impl HasData for Tables {
     type Data<'a> = TableRef<'a>;
 }
 
-/// The resource table, where the guest's descriptors are.
-pub(crate) struct TableRef<'a>(&'a mut ResourceTable);
+/// The resource table, where the guest's descriptors are, and the files
+/// read for the guest that wait to be closed.
+pub(crate) struct TableRef<'a> {
+    table: &'a mut ResourceTable,
+    closing: &'a mut Closing,
+}
+
+/// Files read for the guest, closed when the call's store is dropped,
+/// after the call answered. At most [`Closing::HELD`] wait; past that a
+/// file is closed at once, so a guest that reads many files cannot run the
+/// process out of descriptors.
+#[derive(Default)]
+pub(crate) struct Closing(Vec<rustix::fd::OwnedFd>);
+
+impl Closing {
+    const HELD: usize = 8;
+
+    /// Closes `fd` later, or now when enough wait already.
+    fn later(&mut self, fd: impl Into<rustix::fd::OwnedFd>) {
+        if self.0.len() < Self::HELD {
+            self.0.push(fd.into());
+        }
+    }
+}
 
 impl host_fs::Host for TableRef<'_> {
     fn list_dir(&mut self, dir: Resource<Descriptor>) -> Result<Listing, ErrorCode> {
-        let Ok(descriptor) = self.0.get(&dir) else {
+        let Ok(descriptor) = self.table.get(&dir) else {
             return Err(ErrorCode::BadDescriptor);
         };
         let Descriptor::Dir(dir) = descriptor else {
@@ -83,14 +108,14 @@ impl host_fs::Host for TableRef<'_> {
         path: String,
         max: u64,
     ) -> Result<Option<FileHead>, ErrorCode> {
-        let Ok(descriptor) = self.0.get(&dir) else {
+        let Ok(descriptor) = self.table.get(&dir) else {
             return Err(ErrorCode::BadDescriptor);
         };
         let Descriptor::Dir(dir) = descriptor else {
             return Err(ErrorCode::NotDirectory);
         };
         let max = usize::try_from(max).unwrap_or(usize::MAX).min(MAX_HEAD);
-        head(&dir.dir, &path, max).map_err(|e| code(&e))
+        head(&dir.dir, &path, max, self.closing).map_err(|e| code(&e))
     }
 }
 
@@ -107,10 +132,13 @@ const MAX_HEAD: usize = 64 * 1024;
 /// named pipe take the file's place between the look and the open, the
 /// read finds it empty instead of waiting for a writer.
 #[cfg(target_os = "linux")]
-fn head(dir: &std::fs::File, path: &str, max: usize) -> std::io::Result<Option<FileHead>> {
-    use std::os::unix::fs::FileExt;
-
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+fn head(
+    dir: &std::fs::File,
+    path: &str,
+    max: usize,
+    closing: &mut Closing,
+) -> std::io::Result<Option<FileHead>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
 
     let (parent, name) = match path.rsplit_once('/') {
         Some((parent, name)) => (Some(parent), name),
@@ -119,20 +147,33 @@ fn head(dir: &std::fs::File, path: &str, max: usize) -> std::io::Result<Option<F
     if matches!(name, "" | "." | "..") {
         return Ok(None);
     }
-    let parent = match parent {
-        Some(parent) => Some(rustix::fs::openat2(
-            dir,
-            parent,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        )?),
-        None => None,
+    let Some(parent) = parent else {
+        return head_in(rustix::fd::AsFd::as_fd(dir), name, max, closing);
     };
-    let at = match &parent {
-        Some(fd) => rustix::fd::AsFd::as_fd(fd),
-        None => rustix::fd::AsFd::as_fd(dir),
-    };
+    let parent = rustix::fs::openat2(
+        dir,
+        parent,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )?;
+    let head = head_in(rustix::fd::AsFd::as_fd(&parent), name, max, closing);
+    closing.later(parent);
+    head
+}
+
+/// [`head`] of `name`, a single component, in the directory `at`.
+#[cfg(target_os = "linux")]
+fn head_in(
+    at: rustix::fd::BorrowedFd<'_>,
+    name: &str,
+    max: usize,
+    closing: &mut Closing,
+) -> std::io::Result<Option<FileHead>> {
+    use std::os::unix::fs::FileExt;
+
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
     let stat = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Ok(None);
@@ -154,17 +195,22 @@ fn head(dir: &std::fs::File, path: &str, max: usize) -> std::io::Result<Option<F
     ];
     // A short read of a regular file is its end.
     let mut filled = 0;
-    while filled < data.len() {
+    let read = loop {
+        if filled == data.len() {
+            break Ok(());
+        }
         match file.read_at(&mut data[filled..], filled as u64) {
             Ok(n) if filled + n < data.len() => {
                 filled += n;
-                break;
+                break Ok(());
             }
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => break Err(e),
         }
-    }
+    };
+    closing.later(file);
+    read?;
     let whole = filled < data.len();
     data.truncate(filled);
     Ok(Some(FileHead { size, data, whole }))
@@ -172,7 +218,12 @@ fn head(dir: &std::fs::File, path: &str, max: usize) -> std::io::Result<Option<F
 
 /// Elsewhere the call answers "unsupported"; the guest asks `stat-at`.
 #[cfg(not(target_os = "linux"))]
-fn head(_dir: &std::fs::File, _path: &str, _max: usize) -> std::io::Result<Option<FileHead>> {
+fn head(
+    _dir: &std::fs::File,
+    _path: &str,
+    _max: usize,
+    _closing: &mut Closing,
+) -> std::io::Result<Option<FileHead>> {
     Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
@@ -240,5 +291,19 @@ fn code(e: &std::io::Error) -> ErrorCode {
         ErrorKind::OutOfMemory => ErrorCode::InsufficientMemory,
         ErrorKind::Unsupported => ErrorCode::Unsupported,
         _ => ErrorCode::Io,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Closing;
+
+    #[test]
+    fn at_most_a_few_files_wait_to_be_closed() {
+        let mut closing = Closing::default();
+        for _ in 0..3 * Closing::HELD {
+            closing.later(std::fs::File::open("/dev/null").unwrap());
+        }
+        assert_eq!(closing.0.len(), Closing::HELD);
     }
 }

@@ -30,6 +30,9 @@ pub(crate) struct CallState {
     net: NetGate,
     pub(crate) clock: CallClock,
     pub(crate) table: ResourceTable,
+    /// Files `read-head` read, closed with the store once the call has
+    /// answered: a close is a system call the answer need not wait for.
+    pub(crate) closing: crate::extras::Closing,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) exec: Arc<crate::process::ExecPlan>,
     /// The watch of the call running in this store: a program it runs is
@@ -262,6 +265,7 @@ pub(crate) fn call_state(
         ),
         clock,
         table,
+        closing: crate::extras::Closing::default(),
         limiter: MemoryLimiter { budget },
         exec: prepared.exec.clone(),
         slot: Arc::default(),

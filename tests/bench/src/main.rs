@@ -190,7 +190,8 @@ fn main() {
     // memory was swept (cold caches and TLB, as after idle, without the
     // sleep), or each after `--sleep MS` (100 ms is as cold as 1 s here):
     // read_file, or `--args JSON` for it, or `--upper`, or
-    // `--native` (the same read with std::fs). `--idle`
+    // `--native` (the same read with std::fs); `--pages` also prints the
+    // pages each call touched, per mapping, until its answer. `--idle`
     // prints only the after-idle rows.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
@@ -245,6 +246,7 @@ fn main() {
         // `--spin US`: after the sleep, spin that long on the CPU (no
         // memory touched) before the call: what waking the core costs
         // apart from what its caches lost.
+        let pages = argv.iter().any(|a| a == "--pages");
         let spin = argv
             .iter()
             .position(|a| a == "--spin")
@@ -264,6 +266,9 @@ fn main() {
                 }
                 std::hint::black_box(&sweep);
             }
+            if pages {
+                std::fs::write("/proc/self/clear_refs", "1").unwrap();
+            }
             let t = Instant::now();
             if native {
                 std::hint::black_box(std::fs::read_to_string(&file).unwrap());
@@ -273,6 +278,9 @@ fn main() {
             tools.call_then(name, args, |o| {
                 took.push(t.elapsed());
                 std::hint::black_box(o);
+                if pages {
+                    referenced(i + 1 == calls);
+                }
             });
         }
         let name = if native { "native read" } else { name };
@@ -512,4 +520,34 @@ fn exec_true() -> (Duration, Duration) {
         u.push(t.elapsed());
     }
     (median(c), median(u))
+}
+
+/// The pages of each mapping touched since `/proc/self/clear_refs` was
+/// last written (`--pages`), most first when `list`.
+fn referenced(list: bool) {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("/proc/self/smaps");
+    let mut mapping = "";
+    let mut rows = Vec::new();
+    for line in smaps.lines() {
+        match line.strip_prefix("Referenced:") {
+            Some(kb) => {
+                let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                if kb > 0 {
+                    rows.push((kb / 4, mapping));
+                }
+            }
+            // A mapping's first line starts with its address range.
+            None if line.starts_with(|c: char| c.is_ascii_hexdigit()) && line.contains('-') => {
+                mapping = line;
+            }
+            None => {}
+        }
+    }
+    println!("touched {} pages", rows.iter().map(|r| r.0).sum::<u64>());
+    if list {
+        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        for (pages, mapping) in rows {
+            println!("  {pages:5}  {mapping}");
+        }
+    }
 }
