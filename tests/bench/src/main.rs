@@ -550,7 +550,7 @@ fn referenced(list: bool) {
     }
     println!("touched {} pages", rows.iter().map(|r| r.0).sum::<u64>());
     if list {
-        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.0));
         for (pages, mapping) in rows {
             println!("  {pages:5}  {mapping}");
         }
