@@ -130,7 +130,8 @@ const MAX_HEAD: usize = 64 * 1024;
 /// component is looked at and opened without following it, relative to its
 /// directory, so it cannot lead out either. Opened non-blocking: should a
 /// named pipe take the file's place between the look and the open, the
-/// read finds it empty instead of waiting for a writer.
+/// read finds it empty instead of waiting for a writer. What it opened is
+/// handed to `closing`, to be closed after the call answered.
 #[cfg(target_os = "linux")]
 fn head(
     dir: &std::fs::File,
