@@ -196,22 +196,19 @@ fn head_in(
     ];
     // A short read of a regular file is its end.
     let mut filled = 0;
-    let read = loop {
-        if filled == data.len() {
-            break Ok(());
-        }
+    while filled < data.len() {
         match file.read_at(&mut data[filled..], filled as u64) {
             Ok(n) if filled + n < data.len() => {
                 filled += n;
-                break Ok(());
+                break;
             }
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(e),
+            // Closed at once: a failed read need not answer fast.
+            Err(e) => return Err(e),
         }
-    };
+    }
     closing.later(file);
-    read?;
     let whole = filled < data.len();
     data.truncate(filled);
     Ok(Some(FileHead { size, data, whole }))
