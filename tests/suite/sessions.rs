@@ -1069,6 +1069,53 @@ fn undo_puts_hello_back_and_no_more(sb: &Sandbox) {
     assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
 }
 
+/// A turn whose changes undo cannot know of (a command run through
+/// `shell`) is still the last turn: undo says it cannot put it back, and
+/// leaves the turn before as it is; only the next undo goes back to it.
+#[test]
+fn undo_after_a_turn_of_untracked_changes_does_not_undo_the_turn_before() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.shell]\nexec = [\"sh\"]\nwrite = [\".\"]\n");
+    sb.trust();
+    let first = MockLlm::start(vec![
+        calls(&[(
+            "w",
+            "write_file",
+            r#"{"path":"hello.txt","content":"first"}"#,
+        )]),
+        answer("Written."),
+    ]);
+    let r = warden_run(&sb, &first, &["write"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let second = MockLlm::start(vec![
+        calls(&[("s", "shell", r#"{"command":"echo made > made.txt"}"#)]),
+        answer("Made."),
+    ]);
+    let r = warden_run(&sb, &second, &["make"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("not tracked"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("made.txt")).unwrap(),
+        "made\n"
+    );
+
+    let r = run(sb.warden().arg("undo"));
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("not restored: changes made by `shell` are not tracked"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "first",
+        "the turn before was undone in its place"
+    );
+    assert!(sb.ws.join("made.txt").exists());
+    undo_puts_hello_back_and_no_more(&sb);
+}
+
 /// `--continue` goes on with the last session in which something was
 /// said: a chat quit at once is not it.
 #[test]

@@ -204,6 +204,9 @@ impl Journal {
             let note = format!("changes made by `{name}` are not tracked and cannot be undone");
             if !turn.manifest.notes.contains(&note) {
                 turn.manifest.notes.push(note);
+                // Recorded now: the turn is the last one, and an undo must
+                // say it cannot put it back, not undo the turn before.
+                self.save(&id, &mut turn);
             }
             return;
         };
