@@ -20,7 +20,7 @@ use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Request, Response};
 use http_body::{Body, Frame};
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use warden_policy::{Capability, Grants, NetworkAllow};
 use warden_state::StateDir;
 
@@ -295,16 +295,33 @@ impl Secret {
             return Err(format!("secret `{name}`: unknown way to send it `{send}`"));
         };
         let percent = utf8_percent_encode(&value, NON_ALPHANUMERIC).to_string();
+        // RFC 3986's unreserved `-._~` kept (Python's `quote`), and the
+        // same with a space as `+` (`urlencode`, Go's `QueryEscape`).
+        let uri = utf8_percent_encode(&value, UNRESERVED).to_string();
+        let uri_plus = uri.replace("%20", "+");
+        // `encodeURIComponent` keeps `!'()*` too.
+        let ecma = utf8_percent_encode(&value, ECMA).to_string();
+        // An HTML form (Java's `URLEncoder`): `*-._` kept, a space is `+`.
+        let form = utf8_percent_encode(&value, FORM)
+            .to_string()
+            .replace("%20", "+");
+        // Encoded twice, as a URL carried in another's query.
+        let twice = utf8_percent_encode(&uri, UNRESERVED).to_string();
+        let json = value.replace('\\', "\\\\").replace('"', "\\\"");
         let mut all = vec![
             value.clone(),
-            // JSON may escape `/` (PHP does by default) and must `"`, `\`.
-            value
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('/', "\\/"),
-            lower_hex(&percent),
-            percent,
+            // JSON must escape `"` and `\`, and may escape `/` (PHP does).
+            json.replace('/', "\\/"),
+            json,
+            // JSON that escapes what HTML holds special as `\u00XX`: .NET
+            // (`+` and `'` too, upper case), Go (`<>&`, lower case).
+            json_u(&value, "\"&'+<>`", false),
+            json_u(&value, "<>&", true),
         ];
+        for p in [percent, uri, uri_plus, ecma, form, twice] {
+            all.push(lower_hex(&p));
+            all.push(p);
+        }
         for engine in [
             &base64::engine::general_purpose::STANDARD_NO_PAD,
             &base64::engine::general_purpose::URL_SAFE_NO_PAD,
@@ -328,6 +345,46 @@ impl Secret {
             forms,
         })
     }
+}
+
+/// All but letters, digits and RFC 3986's unreserved `-._~`.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// What `encodeURIComponent` escapes: all but letters, digits and
+/// `-._~!'()*`.
+const ECMA: &AsciiSet = &UNRESERVED
+    .remove(b'!')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*');
+
+/// What a form encoding escapes: all but letters, digits and `*-._`.
+const FORM: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'*')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_');
+
+/// `value` as a JSON string body in which `special` characters are written
+/// `\u00XX` (hex digits in `lower` or upper case); `"` and `\` otherwise as
+/// `\"` and `\\`.
+fn json_u(value: &str, special: &str, lower: bool) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            c if special.contains(c) && lower => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if special.contains(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `percent` with the hex digits of its escapes in lower case (`%2f`).
@@ -548,6 +605,29 @@ mod tests {
             s.scrub(r#"{"k":"s3cr3t\/value+1"} s3cr3t%2fvalue%2b1"#),
             r#"{"k":"[secret key]"} [secret key]"#
         );
+    }
+
+    /// How common encoders write a value in a URL or in JSON.
+    #[test]
+    fn the_value_is_scrubbed_as_encoders_write_it() {
+        let s = secrets("ab-cd/e f+g=~'<");
+        for (who, form) in [
+            ("encodeURIComponent", "ab-cd%2Fe%20f%2Bg%3D~'%3C"),
+            ("Python quote(safe='')", "ab-cd%2Fe%20f%2Bg%3D~%27%3C"),
+            ("Python urlencode", "ab-cd%2Fe+f%2Bg%3D~%27%3C"),
+            ("Java URLEncoder", "ab-cd%2Fe+f%2Bg%3D%7E%27%3C"),
+            ("lower-case hex", "ab-cd%2fe%20f%2bg%3d~%27%3c"),
+            ("encoded twice", "ab-cd%252Fe%2520f%252Bg%253D~%2527%253C"),
+            ("JSON.stringify", "ab-cd/e f+g=~'<"),
+            (".NET System.Text.Json", "ab-cd/e f\\u002Bg=~\\u0027\\u003C"),
+            ("Go encoding/json", "ab-cd/e f+g=~'\\u003c"),
+        ] {
+            assert_eq!(
+                s.scrub(&format!("<{form}>")),
+                "<[secret key]>",
+                "{who}: {form}"
+            );
+        }
     }
 
     #[test]
