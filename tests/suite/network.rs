@@ -139,3 +139,30 @@ fn the_cli_shows_network_grants_and_rejects_urls_in_them() {
         r.stderr
     );
 }
+
+/// A tool cannot hold open more than 32 requests at once: each would hold
+/// a socket of warden's own. The rest are refused before any connection,
+/// the model is told why, and the next call starts with none open.
+#[test]
+fn a_call_holds_at_most_32_requests_open_at_once() {
+    let silent = HttpPeer::silent();
+    let peer = HttpPeer::start();
+    let (_sb, tools) = hostile(&format!(
+        "[tools.http_hold]\nnetwork = [\"127.0.0.1\"]\n[tools.http_get]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        peer.port
+    ));
+    let args = json!({ "url": silent.url("/"), "n": 100, "ms": 500 }).to_string();
+    let out = ok(tools.call("http_hold", &args));
+    assert!(
+        out.starts_with("waiting=32 ErrorCode::ConnectionLimitReached=68 answered=0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the tool had 32 HTTP requests open at once, the most a call may"),
+        "{out}"
+    );
+    warden_tests::wait_until("the held requests never connected", || silent.hits() == 32);
+    assert_eq!(silent.hits(), 32, "a refused request must not connect");
+    // The call's requests ended with it.
+    assert!(ok(get(&tools, &peer.url("/"))).starts_with("status=200"));
+}

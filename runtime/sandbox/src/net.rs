@@ -5,6 +5,7 @@
 //! private address is reached only when the address itself is granted.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,12 @@ type SendResult = wasmtime_wasi_http::Result<(
     Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
 )>;
 
+/// Requests one call may have open at once, from sending to the end of
+/// the connection: each holds a socket (and buffers) of warden's own, and a
+/// tool that opened them without end would leave no descriptor for the
+/// rest of warden.
+pub(crate) const MAX_OPEN_REQUESTS: usize = 32;
+
 /// The allow-list check and per-call time bound on outgoing requests.
 pub(crate) struct NetGate {
     allow: Arc<NetworkAllow>,
@@ -43,6 +50,17 @@ pub(crate) struct NetGate {
     pub(crate) clock: CallClock,
     denied: Denials,
     notes: Notes,
+    /// Requests of this call open now.
+    open: Arc<AtomicUsize>,
+}
+
+/// One open request of a call, until dropped.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl NetGate {
@@ -59,7 +77,18 @@ impl NetGate {
             clock,
             denied,
             notes,
+            open: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Counts a request as open, unless the call has the most it may.
+    fn open(&self) -> Option<Open> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_OPEN_REQUESTS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Open(self.open.clone()))
     }
 
     /// Every network wait ends by the call's own deadline: the host blocks on
@@ -101,6 +130,17 @@ impl WasiHttpHooks for NetGate {
             }
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
+        let Some(open) = self.open() else {
+            note_once(
+                &self.notes,
+                format!(
+                    "the tool had {MAX_OPEN_REQUESTS} HTTP requests open at once, the most a \
+                     call may: more were not sent. Read or drop a response before sending \
+                     another"
+                ),
+            );
+            return Box::new(async { Err(HttpError::ConnectionLimitReached) });
+        };
         // Only now, for a request that may go: the secrets meant for it.
         let (withheld, carries_secret) = self.secrets.inject(&mut request, &host, port, tls);
         for note in withheld {
@@ -146,6 +186,11 @@ impl WasiHttpHooks for NetGate {
                 secrets
                     .scrub_response(res.map(BodyExt::boxed_unsync))
                     .map(BodyExt::boxed_unsync)
+            };
+            // Open until its connection ends.
+            let io = async move {
+                let _open = open;
+                io.await
             };
             Ok((res, Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })

@@ -54,6 +54,12 @@ const TOOLS: &[(&str, &str, &str)] = &[
         ANY_OBJECT,
     ),
     (
+        "http_hold",
+        "Sends `n` GETs to `url` at once and holds them all open; after `ms` \
+         milliseconds says how many are still waiting and how each other one ended.",
+        ANY_OBJECT,
+    ),
+    (
         "escape",
         "Writes `content` to `path` with std::fs and GETs `url`; one line per outcome.",
         ANY_OBJECT,
@@ -117,6 +123,11 @@ impl Guest for Component {
             "fs_preopens" => Ok(fs_preopens()),
             "raw_write" => raw_write(&args),
             "http_get" => http_get(str_arg(&args, "url")?),
+            "http_hold" => Ok(http_hold(
+                str_arg(&args, "url")?,
+                args.get("n").and_then(Value::as_u64).unwrap_or(100),
+                args.get("ms").and_then(Value::as_u64).unwrap_or(300),
+            )),
             "http_unsent" => http_unsent(
                 args.get("url")
                     .and_then(Value::as_str)
@@ -401,6 +412,49 @@ fn http_get(url: &str) -> Result<String, Error> {
         "status={status}\n{}",
         String::from_utf8_lossy(&bytes)
     ))
+}
+
+/// Sends `n` GETs to `url` (`http://authority/`) without waiting for any,
+/// holds every one, waits `ms`, then counts: `waiting=W` and each way the
+/// others ended (`ConnectionLimitReached=R`, ...), sorted.
+fn http_hold(url: &str, n: u64, ms: u64) -> String {
+    use wasip2::http::outgoing_handler::handle;
+    use wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+    let authority = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let mut ends = std::collections::BTreeMap::<String, u64>::new();
+    let mut held = Vec::new();
+    for _ in 0..n {
+        let request = OutgoingRequest::new(Fields::new());
+        let _ = request.set_scheme(Some(&Scheme::Http));
+        let _ = request.set_authority(Some(authority));
+        let _ = request.set_path_with_query(Some("/"));
+        match handle(request, None) {
+            Ok(pending) => held.push(pending),
+            Err(code) => *ends.entry(format!("{code:?}")).or_default() += 1,
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let mut waiting = 0;
+    let mut responses = Vec::new();
+    for pending in &held {
+        // Asks the host to look (`get` alone only reads what it saw).
+        pending.subscribe().ready();
+        match pending.get() {
+            None => waiting += 1,
+            Some(Ok(Ok(response))) => responses.push(response),
+            Some(Ok(Err(code))) => *ends.entry(format!("{code:?}")).or_default() += 1,
+            Some(Err(())) => *ends.entry("taken".into()).or_default() += 1,
+        }
+    }
+    *ends.entry("answered".into()).or_default() += responses.len() as u64;
+    let ends: Vec<String> = ends.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    black_box(&held);
+    format!("waiting={waiting} {}", ends.join(" "))
 }
 
 /// Writes the body of a POST that is never handed to the host: the body
