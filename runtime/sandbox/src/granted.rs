@@ -98,6 +98,11 @@ impl GrantedDirs {
                 if m.guest == "." && !path.starts_with('/') {
                     return Some((m, h, path));
                 }
+                // `/` holds every absolute path (and, as with wasi-libc,
+                // a relative one when no `.` is longer).
+                if m.guest == "/" {
+                    return Some((m, h, path.trim_start_matches('/')));
+                }
                 let rest = path.strip_prefix(m.guest.as_str())?;
                 (rest.is_empty() || rest.starts_with('/'))
                     .then(|| (m, h, rest.trim_start_matches('/')))
@@ -317,5 +322,25 @@ mod tests {
         for (path, want) in cases {
             assert_eq!(&d.peek(path, 50), want, "{path}");
         }
+    }
+
+    /// A grant of `/` is mounted at `/`: every absolute path is under it.
+    #[test]
+    fn a_peek_under_a_mount_at_the_root_sees_what_the_tool_sees() {
+        let base = tempfile::tempdir().unwrap();
+        let base = base.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("etc")).unwrap();
+        std::fs::write(base.join("etc/x.conf"), "k = v\n").unwrap();
+        let d = GrantedDirs::open(&[Mount {
+            host: base.clone(),
+            guest: "/".into(),
+            write: false,
+        }])
+        .unwrap();
+        assert_eq!(d.peek("/etc/x.conf", 50), Peek::Text("k = v\n".into()));
+        assert_eq!(d.peek("/etc", 50), Peek::Dir);
+        assert_eq!(d.peek("/", 50), Peek::Dir);
+        assert_eq!(d.peek("/etc/new", 50), Peek::Missing);
+        assert_eq!(d.peek("/../etc/x.conf", 50), Peek::Outside);
     }
 }
