@@ -175,7 +175,7 @@ impl WasiHttpHooks for NetGate {
                     return Err(HttpError::DestinationIpProhibited);
                 }
             };
-            if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res) {
+            if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res, &secrets) {
                 note_once(&notes, crate::secrets::coding_note(&host, port, &coding));
                 return Err(HttpError::HttpResponseContentCoding(Some(coding)));
             }

@@ -128,7 +128,7 @@ impl Outbound {
             }
         };
         tokio::spawn(driver);
-        if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res) {
+        if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res, &self.secrets) {
             return Err(OutboundError::Failed(crate::secrets::coding_note(
                 &host, port, &coding,
             )));

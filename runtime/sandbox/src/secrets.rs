@@ -472,14 +472,16 @@ fn memmem(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 
 /// The content coding of `res`, a response to a request that carried a
 /// secret, when it is not the response as it is: refused, since an echo of
-/// the secret inside it could not be scrubbed.
-pub(crate) fn refused_coding<B>(res: &Response<B>) -> Option<String> {
+/// the secret inside it could not be scrubbed. Scrubbed itself: the server
+/// may have put the secret there too.
+pub(crate) fn refused_coding<B>(res: &Response<B>, secrets: &Secrets) -> Option<String> {
     let codings: Vec<String> = res
         .headers()
         .get_all(http::header::CONTENT_ENCODING)
         .iter()
         .flat_map(|v| {
-            String::from_utf8_lossy(v.as_bytes())
+            secrets
+                .scrub(&String::from_utf8_lossy(v.as_bytes()))
                 .split(',')
                 .map(|c| c.trim().to_ascii_lowercase())
                 .collect::<Vec<_>>()
@@ -653,11 +655,22 @@ mod tests {
             let mut res = Response::new(());
             res.headers_mut()
                 .insert("content-encoding", HeaderValue::from_str(c).unwrap());
-            refused_coding(&res)
+            refused_coding(&res, &s)
         };
         assert_eq!(coded("gzip").as_deref(), Some("gzip"));
         assert_eq!(coded("identity"), None);
-        assert_eq!(refused_coding(&Response::new(())), None);
+        assert_eq!(refused_coding(&Response::new(()), &s), None);
+        // An echo of the secret there is scrubbed before it is lower-cased.
+        let s = secrets("S3cr3t-Value");
+        let mut res = Response::new(());
+        res.headers_mut().insert(
+            "content-encoding",
+            HeaderValue::from_static("gzip, S3cr3t-Value"),
+        );
+        assert_eq!(
+            refused_coding(&res, &s).as_deref(),
+            Some("gzip, [secret key]")
+        );
     }
 
     #[test]
