@@ -166,3 +166,22 @@ fn a_call_holds_at_most_32_requests_open_at_once() {
     // The call's requests ended with it.
     assert!(ok(get(&tools, &peer.url("/"))).starts_with("status=200"));
 }
+
+/// `user@host` goes nowhere: the name would reach the server in `Host`
+/// while the grant (and any secret) follows the host after it.
+#[test]
+fn a_url_with_a_user_name_is_not_sent() {
+    let peer = HttpPeer::start();
+    let (_sb, tools) = hostile(&format!(
+        "[tools.http_get]\nnetwork = [\"127.0.0.1:{}\"]\n",
+        peer.port
+    ));
+    let url = format!("http://evil.example@127.0.0.1:{}/", peer.port);
+    let out = ok(get(&tools, &url));
+    assert!(
+        out.starts_with("err: ErrorCode::HttpRequestUriInvalid"),
+        "{out}"
+    );
+    assert!(out.contains("with a user name or password"), "{out}");
+    assert_eq!(peer.hits(), 0, "the request must not leave the host");
+}

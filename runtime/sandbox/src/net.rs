@@ -122,6 +122,17 @@ impl WasiHttpHooks for NetGate {
         let host = uri.host().unwrap_or_default().to_string();
         let tls = uri.scheme() == Some(&Scheme::HTTPS);
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        // A user name in the authority would go out in `Host` while the
+        // grant and the secrets follow the host after it: not sent.
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            note_once(
+                &self.notes,
+                "a URL with a user name or password (`user@host`) is not sent; put credentials \
+                 in a header, or have the user grant a secret"
+                    .to_string(),
+            );
+            return Box::new(async { Err(HttpError::HttpRequestUriInvalid) });
+        }
         if host.is_empty() || !self.allow.allows(&host, port) {
             let mut denied = self.denied.lock().expect("denials poisoned");
             let shown = format!("{host}:{port}");

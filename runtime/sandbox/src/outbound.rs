@@ -128,7 +128,8 @@ impl Outbound {
             }
         };
         tokio::spawn(driver);
-        if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res, &self.secrets) {
+        if carries_secret && let Some(coding) = crate::secrets::refused_coding(&res, &self.secrets)
+        {
             return Err(OutboundError::Failed(crate::secrets::coding_note(
                 &host, port, &coding,
             )));
