@@ -462,10 +462,14 @@ pub fn forget_session(dir: &StateDir, session: &str) -> io::Result<usize> {
     Ok(forgotten)
 }
 
+/// Forgets all but the last `keep` turns, except a turn still running in
+/// another warden: its later records would name snapshots gone.
 fn prune(dir: &StateDir, keep: usize) {
     if let Ok(ids) = turns(dir) {
         for id in ids.iter().take(ids.len().saturating_sub(keep)) {
-            let _ = forget(dir, id);
+            if not_running(dir, id).is_ok() {
+                let _ = forget(dir, id);
+            }
         }
     }
 }
@@ -767,6 +771,29 @@ mod tests {
             guest: guest.into(),
             write,
         }
+    }
+
+    /// Pruning keeps the turn another warden is running, however old:
+    /// that warden's next record would name snapshots that are gone.
+    #[test]
+    fn pruning_keeps_a_turn_that_is_still_running() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(base.path(), "undo").unwrap();
+        let ids: Vec<String> = (0..5).map(|i| format!("{i:015}-s{i}")).collect();
+        for id in &ids {
+            dir.write_atomic(format!("{id}.json"), b"{}").unwrap();
+            dir.write_atomic(format!("{id}.0.blob"), b"x").unwrap();
+        }
+        let running = mark_running(&dir, &ids[0]).expect("a running mark");
+        // A mark no warden holds any more (its warden was killed).
+        drop(mark_running(&dir, &ids[1]));
+        prune(&dir, 2);
+        let left = turns(&dir).unwrap();
+        assert_eq!(left, [ids[0].clone(), ids[3].clone(), ids[4].clone()]);
+        assert!(dir.read(format!("{}.0.blob", ids[0])).unwrap().is_some());
+        drop(running);
+        prune(&dir, 2);
+        assert_eq!(turns(&dir).unwrap(), [ids[3].clone(), ids[4].clone()]);
     }
 
     #[test]
