@@ -1069,6 +1069,50 @@ fn undo_puts_hello_back_and_no_more(sb: &Sandbox) {
     assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
 }
 
+/// A folder deleted after a file in it was edited is snapshotted with the
+/// edit in it; the file's own snapshot, taken first, is what undo must
+/// leave behind, even when the turn ended with the file as it found it.
+#[test]
+fn undo_puts_back_a_file_edited_then_deleted_with_its_folder_as_before_the_turn() {
+    let sb = Sandbox::new();
+    let before = tree(&sb.ws);
+    let mock = MockLlm::start(vec![
+        calls(&[
+            (
+                "e",
+                "edit_file",
+                r#"{"path":"docs/readme.md","old_text":"docs","new_text":"DOCS"}"#,
+            ),
+            ("d", "delete", r#"{"path":"docs","recursive":true}"#),
+            (
+                "w",
+                "write_file",
+                r##"{"path":"docs/readme.md","content":"# docs\n"}"##,
+            ),
+            (
+                "x",
+                "write_file",
+                r#"{"path":"docs/extra.md","content":"extra"}"#,
+            ),
+        ]),
+        answer("Shuffled."),
+    ]);
+    let r = warden_run(&sb, &mock, &["shuffle"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for out in tool_outputs(&bodies(&mock)[1]) {
+        assert!(!out.starts_with("error"), "{out}");
+    }
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("docs/readme.md")).unwrap(),
+        "# docs\n",
+        "{}",
+        r.stderr
+    );
+    assert_eq!(tree(&sb.ws), before);
+}
+
 /// A turn whose changes undo cannot know of (a command run through
 /// `shell`) is still the last turn: undo says it cannot put it back, and
 /// leaves the turn before as it is; only the next undo goes back to it.

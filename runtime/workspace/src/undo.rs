@@ -317,9 +317,21 @@ impl Journal {
         let mut turn = std::mem::take(&mut *self.lock());
         if let Some(id) = turn.id.clone() {
             let all = turn.manifest.entries.len();
+            // An entry the turn left as it found it goes, unless a later
+            // one that stays holds it: that one's snapshot was taken after
+            // the turn changed it, and only this one puts it back after.
+            let entries = &turn.manifest.entries;
+            let mut keep = vec![false; all];
+            for i in (0..all).rev() {
+                let e = &entries[i];
+                keep[i] = e.was.is_none()
+                    || e.was != e.left
+                    || (i + 1..all).any(|j| keep[j] && holds(&entries[j], e));
+            }
+            let mut keep = keep.into_iter();
             turn.manifest
                 .entries
-                .retain(|e| e.was.is_none() || e.was != e.left);
+                .retain(|_| keep.next().unwrap_or(true));
             if turn.manifest.entries.is_empty() && turn.manifest.notes.is_empty() {
                 let _ = forget(&self.dir, &id);
             } else if turn.manifest.entries.len() < all {
@@ -481,8 +493,8 @@ enum Plan<'t> {
     /// A folder the turn made, with more in it now: remove what the turn
     /// made in it.
     Clear(BorrowedFd<'t>, &'t [(String, Print)]),
-    /// It is as before the turn already.
-    Done,
+    /// It is as before the turn already (through this handle).
+    Done(BorrowedFd<'t>),
     /// Left as it is, and why; kept for another undo when `retry`.
     Leave { why: String, retry: bool },
 }
@@ -508,6 +520,20 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
         ..Undone::default()
     };
     let mut plans: Vec<Plan> = manifest.entries.iter().map(|e| plan(e, tools)).collect();
+    // One as before already is put back all the same when a later one that
+    // holds it is: that one's snapshot holds what the turn made of it, and
+    // entries are restored last first.
+    for i in 0..plans.len() {
+        let Plan::Done(fd) = plans[i] else { continue };
+        let e = &manifest.entries[i];
+        let later = manifest.entries.iter().zip(&plans).skip(i + 1);
+        if later
+            .filter(|(_, p)| matches!(p, Plan::Restore(_)))
+            .any(|(o, _)| holds(o, e))
+        {
+            plans[i] = Plan::Restore(fd);
+        }
+    }
     // A path inside one left as it is (or holding one) is left with it.
     for i in 0..plans.len() {
         let e = &manifest.entries[i];
@@ -531,7 +557,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     for (e, plan) in manifest.entries.iter().zip(plans).rev() {
         let shown = warden_policy::inert(&e.shown).into_owned();
         let problem = match plan {
-            Plan::Done => None,
+            Plan::Done(_) => None,
             Plan::Leave { why, retry: false } => {
                 done.problems.push(format!("{shown}: {why}"));
                 continue;
@@ -651,7 +677,7 @@ fn plan<'t>(e: &'t Entry, tools: &'t Toolset) -> Plan<'t> {
         }
     };
     match (&e.was, &e.left) {
-        (Some(was), _) if *was == now => Plan::Done,
+        (Some(was), _) if *was == now => Plan::Done(fd),
         (_, Some(left)) if *left == now => Plan::Restore(fd),
         (Some(Print::Absent), Some(Print::Dir { entries, .. }))
             if matches!(now, Print::Dir { .. }) =>
@@ -756,6 +782,11 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
 }
 
 /// Whether `rel` is `parent` or beneath it (both beneath one mount).
+/// Whether `outer`'s path holds `inner`'s (or is it), in the same mount.
+fn holds(outer: &Entry, inner: &Entry) -> bool {
+    outer.mount == inner.mount && within(&inner.path, &outer.path)
+}
+
 fn within(rel: &str, parent: &str) -> bool {
     let (rel, parent) = (beneath::parts(rel), beneath::parts(parent));
     rel.starts_with(&parent)
