@@ -164,7 +164,7 @@ impl StateDir {
         let mut names = Vec::new();
         for entry in rustix::fs::Dir::read_from(&self.fd)? {
             let entry = entry?;
-            if entry.file_type() == rustix::fs::FileType::RegularFile
+            if self.is_file(entry.file_name(), entry.file_type())
                 && let Ok(name) = entry.file_name().to_str()
             {
                 names.push(name.to_string());
@@ -172,6 +172,20 @@ impl StateDir {
         }
         names.sort();
         Ok(names)
+    }
+
+    /// Whether the entry `name`, of type `listed` in a listing, is a regular
+    /// file. Where the file system does not say (XFS without `ftype`, some
+    /// FUSE and network file systems), the entry itself is asked, without
+    /// following a symlink.
+    fn is_file(&self, name: &std::ffi::CStr, listed: rustix::fs::FileType) -> bool {
+        use rustix::fs::FileType;
+        match listed {
+            FileType::RegularFile => true,
+            FileType::Unknown => rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::RegularFile),
+            _ => false,
+        }
     }
 
     /// Removes the file `name`; a missing file is not an error.
@@ -187,7 +201,9 @@ impl StateDir {
         let fd = rustix::fs::openat(
             &self.fd,
             name,
-            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            // Non-blocking: a named pipe put there opens at once, and is
+            // then refused as not a file, instead of waiting for a writer.
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
             mode,
         )
         .map_err(|e| self.refused(name, e))?;
@@ -302,6 +318,45 @@ mod tests {
             "victim"
         );
         assert!(dir.create_new("../x").is_err());
+    }
+
+    /// Where a listing does not give an entry's type, the entry is asked.
+    #[test]
+    fn an_entry_of_unknown_type_is_a_file_only_if_it_is_one() {
+        use rustix::fs::FileType;
+        let base = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(base.path(), "warden").unwrap();
+        dir.write_atomic("a.json", b"{}").unwrap();
+        std::fs::create_dir(base.path().join("warden/sub")).unwrap();
+        std::os::unix::fs::symlink("a.json", base.path().join("warden/link.json")).unwrap();
+        let file = |n: &str| dir.is_file(&std::ffi::CString::new(n).unwrap(), FileType::Unknown);
+        assert!(file("a.json"));
+        assert!(!file("sub") && !file("link.json") && !file("gone.json"));
+        assert!(!dir.is_file(c"a.json", FileType::Directory));
+    }
+
+    /// A named pipe in place of a record is refused at once: opening it
+    /// for reading would wait for a writer.
+    #[test]
+    fn a_named_pipe_in_place_of_a_file_is_refused_without_waiting() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(base.path(), "warden").unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            base.path().join("warden/rec.json"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(dir.read("rec.json").map(|_| ()).map_err(|e| e.to_string()));
+        });
+        let read = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading a named pipe waited for a writer");
+        assert!(read.unwrap_err().contains("not a regular file"));
     }
 
     #[test]
