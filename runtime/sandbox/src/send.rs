@@ -69,6 +69,12 @@ pub(crate) fn is_private(ip: IpAddr) -> bool {
                 || v6.is_unspecified()
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
+                // Site-local (deprecated, still routed by some networks).
+                || (s[0] & 0xffc0) == 0xfec0
+                // NAT64's local-use prefix, which may carry an IPv4 address
+                // anywhere in it, and Teredo, which carries one obscured.
+                || s[..3] == [0x64, 0xff9b, 1]
+                || s[..2] == [0x2001, 0]
         }
     }
 }
@@ -360,6 +366,9 @@ mod tests {
             "64:ff9b::169.254.169.254",
             "2002:a00:5::1",
             "2002:7f00:1::",
+            "fec0::1",
+            "64:ff9b:1::a00:5",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
         ] {
             assert!(is_private(a.parse().unwrap()), "{a}");
         }
@@ -372,6 +381,7 @@ mod tests {
             "198.20.0.1",
             "64:ff9b::808:808",
             "2002:808:808::1",
+            "2001:db9::1",
         ] {
             assert!(!is_private(a.parse().unwrap()), "{a}");
         }
