@@ -32,6 +32,32 @@ pub(crate) fn note_once(notes: &Mutex<Vec<String>>, note: String) {
     }
 }
 
+/// Hosts a call's note names at most, each cut to a name's length: a tool
+/// that asks for ever new hosts cannot grow the note, or the time to
+/// check it, without bound.
+const SHOWN_DENIALS: usize = 16;
+
+/// Adds `host:port` to the call's denials, once.
+fn deny(denied: &Mutex<Vec<String>>, host: &str, port: u16) {
+    let mut denied = denied.lock().expect("denials poisoned");
+    if denied.len() > SHOWN_DENIALS {
+        return;
+    }
+    if denied.len() == SHOWN_DENIALS {
+        denied.push("and others".into());
+        return;
+    }
+    let mut end = host.len().min(253);
+    while !host.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < host.len() { "..." } else { "" };
+    let shown = format!("{}{cut}:{port}", &host[..end]);
+    if !denied.contains(&shown) {
+        denied.push(shown);
+    }
+}
+
 type SendResult = wasmtime_wasi_http::Result<(
     http::Response<WasiBody>,
     Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
@@ -134,11 +160,7 @@ impl WasiHttpHooks for NetGate {
             return Box::new(async { Err(HttpError::HttpRequestUriInvalid) });
         }
         if host.is_empty() || !self.allow.allows(&host, port) {
-            let mut denied = self.denied.lock().expect("denials poisoned");
-            let shown = format!("{host}:{port}");
-            if !denied.contains(&shown) {
-                denied.push(shown);
-            }
+            deny(&self.denied, &host, port);
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         let Some(open) = self.open() else {
@@ -205,5 +227,26 @@ impl WasiHttpHooks for NetGate {
             };
             Ok((res, Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_denied_in_a_call_are_named_a_bounded_number_of_times() {
+        let denied = Mutex::new(Vec::new());
+        deny(&denied, "a.example", 443);
+        deny(&denied, "a.example", 443);
+        assert_eq!(*denied.lock().unwrap(), ["a.example:443"]);
+        let long = "x".repeat(64 << 10);
+        for i in 0..1000 {
+            deny(&denied, &format!("{i}.{long}"), 80);
+        }
+        let denied = denied.into_inner().unwrap();
+        assert_eq!(denied.len(), SHOWN_DENIALS + 1);
+        assert_eq!(denied.last().unwrap(), "and others");
+        assert!(denied.iter().all(|d| d.len() <= 253 + 3 + 6), "{denied:?}");
     }
 }
