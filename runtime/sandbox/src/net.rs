@@ -76,8 +76,8 @@ pub(crate) struct NetGate {
     pub(crate) clock: CallClock,
     denied: Denials,
     notes: Notes,
-    /// Requests of this call open now.
-    open: Arc<AtomicUsize>,
+    /// Requests of this call open now (made at its first request).
+    open: Option<Arc<AtomicUsize>>,
 }
 
 /// One open request of a call, until dropped.
@@ -103,18 +103,18 @@ impl NetGate {
             clock,
             denied,
             notes,
-            open: Arc::new(AtomicUsize::new(0)),
+            open: None,
         }
     }
 
     /// Counts a request as open, unless the call has the most it may.
-    fn open(&self) -> Option<Open> {
-        self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < MAX_OPEN_REQUESTS).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Open(self.open.clone()))
+    fn open(&mut self) -> Option<Open> {
+        let open = self.open.get_or_insert_with(Arc::default);
+        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < MAX_OPEN_REQUESTS).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Open(open.clone()))
     }
 
     /// Every network wait ends by the call's own deadline: the host blocks on
