@@ -1121,15 +1121,7 @@ fn undo_after_a_turn_of_untracked_changes_does_not_undo_the_turn_before() {
     let sb = Sandbox::new();
     sb.policy("[tools.shell]\nexec = [\"sh\"]\nwrite = [\".\"]\n");
     sb.trust();
-    let first = MockLlm::start(vec![
-        calls(&[(
-            "w",
-            "write_file",
-            r#"{"path":"hello.txt","content":"first"}"#,
-        )]),
-        answer("Written."),
-    ]);
-    let r = warden_run(&sb, &first, &["write"]);
+    let r = warden_run(&sb, &mock_writing_hello(&[]), &["write"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let second = MockLlm::start(vec![
         calls(&[("s", "shell", r#"{"command":"echo made > made.txt"}"#)]),
@@ -1153,7 +1145,7 @@ fn undo_after_a_turn_of_untracked_changes_does_not_undo_the_turn_before() {
     );
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
-        "first",
+        "changed in chat",
         "the turn before was undone in its place"
     );
     assert!(sb.ws.join("made.txt").exists());
