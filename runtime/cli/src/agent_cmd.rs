@@ -188,7 +188,7 @@ fn send(
     agent.post(text)?;
     // In the transcript: the model hears of it, with this turn or the next.
     if !undone.is_empty()
-        && let Err(e) = journal.told_undone()
+        && let Err(e) = journal.told_undone(Some(&undone))
     {
         stderr_line!(
             "warning: the model may be told again what undo put back: {}",
@@ -509,7 +509,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
                 match agent.clear() {
                     Ok(()) => {
                         // A model that forgot everything needs no news of it.
-                        let _ = journal.told_undone();
+                        let _ = journal.told_undone(None);
                         stderr_line!("conversation cleared (the transcript keeps it)");
                     }
                     Err(e) => stderr_line!("error: {}", inert(&e.to_string())),

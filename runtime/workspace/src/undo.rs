@@ -177,11 +177,25 @@ impl Journal {
         read_undone(&self.dir, &self.session)
     }
 
-    /// Forgets what [`Journal::undone`] listed: the model was told, or
-    /// forgot everything.
-    pub fn told_undone(&self) -> io::Result<()> {
-        // A missing file is no error; a damaged one goes too.
-        self.dir.remove(undone_file(&self.session))
+    /// Forgets the paths `told` of what [`Journal::undone`] lists (the
+    /// model was told of them), or all of them (`None`: it forgot
+    /// everything). Paths an undo in another warden added since stay, for
+    /// the next message.
+    pub fn told_undone(&self, told: Option<&[String]>) -> io::Result<()> {
+        let name = undone_file(&self.session);
+        let left: Vec<String> = match told {
+            None => Vec::new(),
+            Some(told) => read_undone(&self.dir, &self.session)?
+                .into_iter()
+                .filter(|p| !told.contains(p))
+                .collect(),
+        };
+        if left.is_empty() {
+            // A missing file is no error; a damaged one goes too.
+            return self.dir.remove(name);
+        }
+        let bytes = serde_json::to_vec(&left).map_err(io::Error::other)?;
+        self.dir.write_atomic(name, &bytes)
     }
 
     /// Before a call of `tool` that may change files: snapshots what it
@@ -825,6 +839,22 @@ mod tests {
         drop(running);
         prune(&dir, 2);
         assert_eq!(turns(&dir).unwrap(), [ids[3].clone(), ids[4].clone()]);
+    }
+
+    /// What the model was told goes; what another warden's undo added
+    /// meanwhile stays for the next message.
+    #[test]
+    fn only_the_undone_paths_the_model_was_told_of_are_forgotten() {
+        let base = tempfile::tempdir().unwrap();
+        let journal = Journal::new(StateDir::open(base.path(), "undo").unwrap(), "s1");
+        note_undone(&journal.dir, "s1", &["a".into(), "b".into()]).unwrap();
+        let told = journal.undone().unwrap();
+        assert_eq!(told, ["a", "b"]);
+        note_undone(&journal.dir, "s1", &["c".into()]).unwrap();
+        journal.told_undone(Some(&told)).unwrap();
+        assert_eq!(journal.undone().unwrap(), ["c"]);
+        journal.told_undone(None).unwrap();
+        assert!(journal.undone().unwrap().is_empty());
     }
 
     #[test]
