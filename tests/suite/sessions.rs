@@ -1113,6 +1113,33 @@ fn undo_puts_back_a_file_edited_then_deleted_with_its_folder_as_before_the_turn(
     assert_eq!(tree(&sb.ws), before);
 }
 
+/// A path the user already put back by hand is not "restored": undo says
+/// it is as before, and the model is not told it was put back.
+#[test]
+fn undo_of_a_path_already_as_before_says_so_and_tells_the_model_nothing() {
+    let sb = Sandbox::new();
+    let r = warden_run(&sb, &mock_writing_hello(&[]), &["write"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::write(sb.ws.join("hello.txt"), "hello\nworld\n").unwrap();
+    let r = run(sb.warden().arg("undo"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("already as before the last turn of session")
+            && r.stderr.contains(": hello.txt\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("restored"), "{}", r.stderr);
+    let told = undo_files(&sb)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "undone"))
+        .count();
+    assert_eq!(told, 0, "the model would be told hello.txt was put back");
+    let r = run(sb.warden().arg("undo"));
+    assert!(r.stderr.contains("nothing to undo"), "{}", r.stderr);
+}
+
 /// A turn whose changes undo cannot know of (a command run through
 /// `shell`) is still the last turn: undo says it cannot put it back, and
 /// leaves the turn before as it is; only the next undo goes back to it.

@@ -360,6 +360,13 @@ pub fn undo(ws: &Workspace, tools: &warden_workspace::Toolset) -> anyhow::Result
             done.restored.join(", ")
         );
     }
+    if !done.unchanged.is_empty() {
+        stderr_line!(
+            "already as before the last turn of session {}: {}",
+            done.session,
+            done.unchanged.join(", ")
+        );
+    }
     for p in &done.kept {
         stderr_line!("kept {p}: it holds files the turn did not make (the turn's own are removed)");
     }

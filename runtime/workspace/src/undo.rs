@@ -78,6 +78,8 @@ pub struct Undone {
     pub session: String,
     /// Paths put back.
     pub restored: Vec<String>,
+    /// Paths already as before the turn (nothing to put back).
+    pub unchanged: Vec<String>,
     /// Paths left as they are, with the reason.
     pub problems: Vec<String>,
     /// Folders the turn made that stay: something else is in them now.
@@ -571,7 +573,10 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     for (e, plan) in manifest.entries.iter().zip(plans).rev() {
         let shown = warden_policy::inert(&e.shown).into_owned();
         let problem = match plan {
-            Plan::Done(_) => None,
+            Plan::Done(_) => {
+                done.unchanged.push(shown);
+                continue;
+            }
             Plan::Leave { why, retry: false } => {
                 done.problems.push(format!("{shown}: {why}"));
                 continue;
@@ -615,6 +620,8 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
             .map(|n| warden_policy::inert(n).into_owned()),
     );
     done.restored.dedup();
+    done.unchanged.dedup();
+    done.unchanged.retain(|p| !done.restored.contains(p));
     let mut seen = BTreeSet::new();
     done.problems.retain(|p| seen.insert(p.clone()));
     // The session's model hears of it with its next message, whichever
