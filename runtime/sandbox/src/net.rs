@@ -47,10 +47,7 @@ fn deny(denied: &Mutex<Vec<String>>, host: &str, port: u16) {
         denied.push("and others".into());
         return;
     }
-    let mut end = host.len().min(253);
-    while !host.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = host.floor_char_boundary(253);
     let cut = if end < host.len() { "..." } else { "" };
     let shown = format!("{}{cut}:{port}", &host[..end]);
     if !denied.contains(&shown) {
@@ -67,7 +64,7 @@ type SendResult = wasmtime_wasi_http::Result<(
 /// the connection: each holds a socket (and buffers) of warden's own, and a
 /// tool that opened them without end would leave no descriptor for the
 /// rest of warden.
-pub(crate) const MAX_OPEN_REQUESTS: usize = 32;
+const MAX_OPEN_REQUESTS: usize = 32;
 
 /// The allow-list check and per-call time bound on outgoing requests.
 pub(crate) struct NetGate {

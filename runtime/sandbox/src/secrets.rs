@@ -377,8 +377,14 @@ fn json_u(value: &str, special: &str, lower: bool) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
         match c {
-            c if special.contains(c) && lower => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if special.contains(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c if special.contains(c) => {
+                let n = c as u32;
+                out.push_str(&if lower {
+                    format!("\\u{n:04x}")
+                } else {
+                    format!("\\u{n:04X}")
+                });
+            }
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             c => out.push(c),

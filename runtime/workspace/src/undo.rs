@@ -184,7 +184,6 @@ impl Journal {
     /// everything). Paths an undo in another warden added since stay, for
     /// the next message.
     pub fn told_undone(&self, told: Option<&[String]>) -> io::Result<()> {
-        let name = undone_file(&self.session);
         let left: Vec<String> = match told {
             None => Vec::new(),
             Some(told) => read_undone(&self.dir, &self.session)?
@@ -192,12 +191,7 @@ impl Journal {
                 .filter(|p| !told.contains(p))
                 .collect(),
         };
-        if left.is_empty() {
-            // A missing file is no error; a damaged one goes too.
-            return self.dir.remove(name);
-        }
-        let bytes = serde_json::to_vec(&left).map_err(io::Error::other)?;
-        self.dir.write_atomic(name, &bytes)
+        write_undone(&self.dir, &self.session, &left)
     }
 
     /// Before a call of `tool` that may change files: snapshots what it
@@ -344,10 +338,11 @@ impl Journal {
                     || e.was != e.left
                     || (i + 1..all).any(|j| keep[j] && holds(&entries[j], e));
             }
-            let mut keep = keep.into_iter();
-            turn.manifest
-                .entries
-                .retain(|_| keep.next().unwrap_or(true));
+            turn.manifest.entries = std::mem::take(&mut turn.manifest.entries)
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(e, keep)| keep.then_some(e))
+                .collect();
             if turn.manifest.entries.is_empty() && turn.manifest.notes.is_empty() {
                 let _ = forget(&self.dir, &id);
             } else if turn.manifest.entries.len() < all {
@@ -470,7 +465,16 @@ fn note_undone(dir: &StateDir, session: &str, restored: &[String]) -> io::Result
             undone.push(p.clone());
         }
     }
-    let bytes = serde_json::to_vec(&undone).map_err(io::Error::other)?;
+    write_undone(dir, session, &undone)
+}
+
+/// Writes what `session`'s model is to be told; nothing left, no file (a
+/// missing one is no error, a damaged one goes too).
+fn write_undone(dir: &StateDir, session: &str, undone: &[String]) -> io::Result<()> {
+    if undone.is_empty() {
+        return dir.remove(undone_file(session));
+    }
+    let bytes = serde_json::to_vec(undone).map_err(io::Error::other)?;
     dir.write_atomic(undone_file(session), &bytes)
 }
 
@@ -554,9 +558,7 @@ pub fn undo_last(dir: &StateDir, tools: &Toolset) -> io::Result<Option<Undone>> 
     for i in 0..plans.len() {
         let e = &manifest.entries[i];
         let with = manifest.entries.iter().zip(&plans).find(|(o, p)| {
-            matches!(p, Plan::Leave { retry: true, .. })
-                && o.mount == e.mount
-                && (within(&e.path, &o.path) || within(&o.path, &e.path))
+            matches!(p, Plan::Leave { retry: true, .. }) && (holds(o, e) || holds(e, o))
         });
         if let Some((o, _)) =
             with.filter(|_| matches!(plans[i], Plan::Restore(_) | Plan::Clear(..)))
@@ -802,12 +804,12 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
     matches!(path.as_bytes().get(end), None | Some(b'/'))
 }
 
-/// Whether `rel` is `parent` or beneath it (both beneath one mount).
 /// Whether `outer`'s path holds `inner`'s (or is it), in the same mount.
 fn holds(outer: &Entry, inner: &Entry) -> bool {
     outer.mount == inner.mount && within(&inner.path, &outer.path)
 }
 
+/// Whether `rel` is `parent` or beneath it (both beneath one mount).
 fn within(rel: &str, parent: &str) -> bool {
     let (rel, parent) = (beneath::parts(rel), beneath::parts(parent));
     rel.starts_with(&parent)
