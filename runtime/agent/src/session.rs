@@ -403,8 +403,8 @@ impl Session {
 }
 
 /// Parses a transcript. Returns the records and the length of the valid
-/// prefix (everything but a torn last line: one without its newline, that
-/// does not parse). Blank lines are ignored.
+/// prefix (everything but a torn last line: one without its newline that
+/// is not even whole JSON). Blank lines are ignored.
 fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), SessionError> {
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
     let (mut records, mut valid) = (Vec::new(), 0);
@@ -412,7 +412,14 @@ fn read_records(bytes: &[u8], path: &Path) -> Result<(Vec<Record>, usize), Sessi
         if !line.iter().all(u8::is_ascii_whitespace) {
             match serde_json::from_slice(line) {
                 Ok(record) => records.push(record),
-                Err(_) if !line.ends_with(b"\n") => break,
+                // Torn: cut off mid-write. A whole JSON value that is not
+                // a record (one a newer warden wrote) is not torn.
+                Err(_)
+                    if !line.ends_with(b"\n")
+                        && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err() =>
+                {
+                    break;
+                }
                 Err(e) => {
                     let (path, reason) = (path.to_path_buf(), e.to_string());
                     return Err(SessionError::Corrupt {

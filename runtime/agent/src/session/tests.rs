@@ -357,6 +357,41 @@ fn whole_last_record_without_newline_is_kept() {
     assert_eq!(store.open(&id).unwrap().1.len(), 3);
 }
 
+/// A whole JSON line that is not a record this warden knows (one a newer
+/// warden wrote, its newline lost) is not a torn write: it is reported,
+/// and the transcript is left as it is, not cut.
+#[test]
+fn an_unknown_whole_last_line_without_newline_is_reported_not_cut() {
+    let (_tmp, store) = store();
+    let mut session = store.create().unwrap();
+    write_all(&mut session, &[start("a")]);
+    let newer = r#"{"type":"from_a_newer_warden","at":"2027-01-01T00:00:00Z"}"#;
+    fs::OpenOptions::new()
+        .append(true)
+        .open(session.path())
+        .unwrap()
+        .write_all(newer.as_bytes())
+        .unwrap();
+    let (id, path) = (session.id().to_string(), session.path().to_path_buf());
+    let before = fs::read(&path).unwrap();
+    drop(session);
+
+    let err = store.open(&id).unwrap_err();
+    assert!(
+        matches!(err, SessionError::Corrupt { line: 2, .. }),
+        "{err}"
+    );
+    assert!(matches!(
+        store.read(&id),
+        Err(SessionError::Corrupt { line: 2, .. })
+    ));
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "the transcript was changed"
+    );
+}
+
 #[test]
 fn corrupt_middle_line_is_reported() {
     let (_tmp, store) = store();
