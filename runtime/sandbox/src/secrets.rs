@@ -3,8 +3,8 @@
 //! takes it back out of everything that returns to the guest or the model.
 //!
 //! The invariant: no byte sequence equal to a secret's value (as it is,
-//! percent-encoded, JSON-escaped or base64-encoded at any offset) enters
-//! the guest's memory or leaves the call. The guest cannot read a request
+//! percent-encoded, JSON- or HTML-escaped, or base64-encoded at any
+//! offset) enters the guest's memory or leaves the call. The guest cannot read a request
 //! once it is handed to the host, responses are scrubbed on their way in,
 //! and the call's output, errors and stderr are scrubbed on their way out.
 //! A request that carries a secret asks for its response as it is (no
@@ -44,7 +44,8 @@ struct Secret {
     hosts: NetworkAllow,
     send: Send,
     value: String,
-    /// The forms scrubbed: the value, percent-encoded, base64.
+    /// The forms scrubbed: the value, percent-encoded, JSON- and
+    /// HTML-escaped, base64.
     forms: Vec<Vec<u8>>,
     marker: Bytes,
 }
@@ -322,6 +323,13 @@ impl Secret {
             all.push(lower_hex(&p));
             all.push(p);
         }
+        // As an HTML page writes it (a page that shows the request back).
+        for style in HTML_STYLES {
+            all.push(html(&value, style));
+        }
+        for radix in [Radix::Decimal, Radix::Hex, Radix::UpperHex] {
+            all.push(html_numeric(&value, radix));
+        }
         for engine in [
             &base64::engine::general_purpose::STANDARD_NO_PAD,
             &base64::engine::general_purpose::URL_SAFE_NO_PAD,
@@ -389,6 +397,111 @@ fn json_u(value: &str, special: &str, lower: bool) -> String {
             '\\' => out.push_str("\\\\"),
             c => out.push(c),
         }
+    }
+    out
+}
+
+/// How HTML escapers write the characters they escape; any other stays
+/// as it is.
+const HTML_STYLES: [&[(char, &str)]; 7] = [
+    // Python's `html.escape`.
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&quot;"),
+        ('\'', "&#x27;"),
+    ],
+    // Go's `html.EscapeString`, Jinja (MarkupSafe).
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&#34;"),
+        ('\'', "&#39;"),
+    ],
+    // lodash's `escape`, Rails.
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&quot;"),
+        ('\'', "&#39;"),
+    ],
+    // Go's `html/template`, in text and attribute values.
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&#34;"),
+        ('\'', "&#39;"),
+        ('+', "&#43;"),
+        ('=', "&#61;"),
+        ('`', "&#96;"),
+    ],
+    // PHP's `htmlspecialchars` with `ENT_QUOTES`.
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&quot;"),
+        ('\'', "&#039;"),
+    ],
+    // OWASP's rule for HTML content.
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&quot;"),
+        ('\'', "&#x27;"),
+        ('/', "&#x2F;"),
+    ],
+    // XML.
+    &[
+        ('&', "&amp;"),
+        ('<', "&lt;"),
+        ('>', "&gt;"),
+        ('"', "&quot;"),
+        ('\'', "&apos;"),
+    ],
+];
+
+/// `value` with the characters of `style` written as it says.
+fn html(value: &str, style: &[(char, &str)]) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match style.iter().find(|(k, _)| *k == c) {
+            Some((_, entity)) => out.push_str(entity),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// How a numeric character reference writes its number.
+#[derive(Clone, Copy)]
+enum Radix {
+    Decimal,
+    Hex,
+    UpperHex,
+}
+
+/// `value` with every character but ASCII letters and digits written as a
+/// numeric character reference (`&#47;`, `&#x2f;`, `&#x2F;`), as encoders
+/// that escape all signs do.
+fn html_numeric(value: &str, radix: Radix) -> String {
+    let mut out = String::with_capacity(value.len() * 2);
+    for c in value.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+            continue;
+        }
+        let n = c as u32;
+        out.push_str(&match radix {
+            Radix::Decimal => format!("&#{n};"),
+            Radix::Hex => format!("&#x{n:x};"),
+            Radix::UpperHex => format!("&#x{n:X};"),
+        });
     }
     out
 }
@@ -635,6 +748,45 @@ mod tests {
                 "<[secret key]>",
                 "{who}: {form}"
             );
+        }
+    }
+
+    /// A page that shows the request back (an error page, a debug echo)
+    /// writes it HTML-escaped.
+    #[test]
+    fn the_value_is_scrubbed_as_html_escapers_write_it() {
+        let s = secrets("ab-cd/e f+g=~'<&");
+        for (who, form) in [
+            ("Python html.escape", "ab-cd/e f+g=~&#x27;&lt;&amp;"),
+            ("Go html.EscapeString, Jinja", "ab-cd/e f+g=~&#39;&lt;&amp;"),
+            ("Go html/template", "ab-cd/e f&#43;g&#61;~&#39;&lt;&amp;"),
+            ("PHP htmlspecialchars", "ab-cd/e f+g=~&#039;&lt;&amp;"),
+            ("OWASP", "ab-cd&#x2F;e f+g=~&#x27;&lt;&amp;"),
+            ("XML", "ab-cd/e f+g=~&apos;&lt;&amp;"),
+            (
+                "every sign, decimal",
+                "ab&#45;cd&#47;e&#32;f&#43;g&#61;&#126;&#39;&#60;&#38;",
+            ),
+            (
+                "every sign, hex",
+                "ab&#x2d;cd&#x2f;e&#x20;f&#x2b;g&#x3d;&#x7e;&#x27;&#x3c;&#x26;",
+            ),
+            (
+                "every sign, upper-case hex",
+                "ab&#x2D;cd&#x2F;e&#x20;f&#x2B;g&#x3D;&#x7E;&#x27;&#x3C;&#x26;",
+            ),
+        ] {
+            assert_eq!(
+                s.scrub(&format!("<p>{form}</p>")),
+                "<p>[secret key]</p>",
+                "{who}: {form}"
+            );
+        }
+        // A token of letters, digits and `+/=` (base64), as Go's template
+        // and OWASP write it.
+        let s = secrets("Zm9v+YmFy/YmF6=");
+        for form in ["Zm9v&#43;YmFy/YmF6&#61;", "Zm9v+YmFy&#x2F;YmF6="] {
+            assert_eq!(s.scrub(form), "[secret key]", "{form}");
         }
     }
 
