@@ -10,6 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+/// An exclusive hold on a [`StateDir`], let go when dropped.
+#[derive(Debug)]
+pub struct DirLock {
+    _held: OwnedFd,
+}
+
 /// A folder warden created for its own state, held open.
 #[derive(Debug)]
 pub struct StateDir {
@@ -185,6 +191,28 @@ impl StateDir {
             FileType::Unknown => rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::RegularFile),
             _ => false,
+        }
+    }
+
+    /// Holds the folder exclusively (`flock` on a handle of its own, so it
+    /// excludes other handles in this process as well as other wardens)
+    /// until the guard is dropped: for a read-modify-write of a file in it
+    /// that two wardens may make at once. Waits for a holder to let go.
+    pub fn lock(&self) -> io::Result<DirLock> {
+        let fd = rustix::fs::openat(&self.fd, ".", dir_flags(), Mode::empty())?;
+        loop {
+            match rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive) {
+                Ok(()) => return Ok(DirLock { _held: fd }),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    let e = io::Error::from(e);
+                    let shown = self.path.display();
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("cannot lock {shown}: {e}"),
+                    ));
+                }
+            }
         }
     }
 

@@ -15,4 +15,4 @@
 
 mod dir;
 
-pub use dir::StateDir;
+pub use dir::{DirLock, StateDir};

@@ -184,6 +184,7 @@ impl Journal {
     /// everything). Paths an undo in another warden added since stay, for
     /// the next message.
     pub fn told_undone(&self, told: Option<&[String]>) -> io::Result<()> {
+        let _held = self.dir.lock()?;
         let left: Vec<String> = match told {
             None => Vec::new(),
             Some(told) => read_undone(&self.dir, &self.session)?
@@ -459,6 +460,9 @@ fn read_undone(dir: &StateDir, session: &str) -> io::Result<Vec<String>> {
 
 /// Adds `restored` to what `session`'s model is to be told.
 fn note_undone(dir: &StateDir, session: &str, restored: &[String]) -> io::Result<()> {
+    // Another warden of the session may be forgetting what its model was
+    // told, or noting an undo of its own, at the same moment.
+    let _held = dir.lock()?;
     let mut undone = read_undone(dir, session)?;
     for p in restored {
         if !undone.contains(p) {
@@ -864,6 +868,34 @@ mod tests {
         assert_eq!(journal.undone().unwrap(), ["c"]);
         journal.told_undone(None).unwrap();
         assert!(journal.undone().unwrap().is_empty());
+    }
+
+    /// Two wardens noting undone paths of one session at once (each with
+    /// its own handle on the folder, as two processes have) lose none.
+    #[test]
+    fn undone_paths_noted_at_once_by_two_wardens_are_all_kept() {
+        let base = tempfile::tempdir().unwrap();
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let dir = StateDir::open(base.path(), "undo").unwrap();
+                std::thread::spawn(move || {
+                    for i in 0..40 {
+                        note_undone(&dir, "s1", &[format!("{w}-{i}")]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let dir = StateDir::open(base.path(), "undo").unwrap();
+        let mut undone = read_undone(&dir, "s1").unwrap();
+        undone.sort();
+        let mut all: Vec<String> = (0..2)
+            .flat_map(|w| (0..40).map(move |i| format!("{w}-{i}")))
+            .collect();
+        all.sort();
+        assert_eq!(undone, all);
     }
 
     #[test]
