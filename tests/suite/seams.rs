@@ -726,3 +726,118 @@ fn cancelling_a_batch_of_writes_after_the_first_runs_no_more() {
     let text = body.to_string();
     assert!(text.contains("cancelled by the user"), "{text}");
 }
+
+/// A component that imports nothing that waits in the host is called
+/// directly, without a fiber; any that may wait (timers, HTTP, programs)
+/// on one. Decided by its imports, not by anything it says.
+#[test]
+fn tools_that_wait_on_nothing_run_directly_and_others_on_a_fiber() {
+    let sb = Sandbox::new();
+    sb.policy(
+        "[tools.uppercase]\n[tools.plain_ok]\n[tools.ok]\n[tools.probe_clock]\n[tools.fetch]\n",
+    );
+    let tools = sb.toolset(&[
+        guests::UPPERCASE,
+        guests::PLAIN,
+        guests::HOSTILE,
+        guests::EXTRAS,
+    ]);
+    let direct = |name: &str| tools.find(name).and_then(|t| t.runs_directly());
+    // The file tools (which read the monotonic clock, but set no timer).
+    assert_eq!(direct("read_file"), Some(true));
+    assert_eq!(direct("uppercase"), Some(true));
+    assert_eq!(direct("plain_ok"), Some(true));
+    assert_eq!(direct("probe_clock"), Some(true));
+    // HTTP and timers.
+    assert_eq!(direct("ok"), Some(false));
+    assert_eq!(direct("fetch"), Some(false));
+    assert_eq!(ok(tools.call("plain_ok", "{}")), "ok");
+    assert_eq!(ok(tools.call("ok", "{}")), "ok");
+}
+
+/// Called directly, a tool spinning in wasm is still stopped at its
+/// deadline, and when the user cancels it while it runs.
+#[test]
+fn a_tool_called_directly_is_stopped_at_its_deadline_and_on_cancel() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.plain_spin]\ntimeout = \"1s\"\n[tools.plain_ok]\n");
+    let tools = sb.toolset(&[guests::PLAIN]);
+    let spin = tools.find("plain_spin").unwrap();
+    assert_eq!(spin.runs_directly(), Some(true));
+    let start = Instant::now();
+    let e = err(tools.call("plain_spin", "{}"));
+    assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+
+    let control = warden_sandbox::CallControl::new();
+    let canceller = control.clone();
+    let start = Instant::now();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        canceller.cancel();
+    });
+    let out = spin.call(&serde_json::json!({}), &control);
+    t.join().unwrap();
+    let e = out.result.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Cancelled, "{e}");
+    assert!(
+        start.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(ok(tools.call("plain_ok", "{}")), "ok");
+}
+
+/// Called directly, a tool blocked in a system call (opening a named pipe
+/// no one writes) is stopped at its deadline by the watchdog's signal.
+#[test]
+fn a_tool_called_directly_and_blocked_in_the_kernel_ends_at_the_deadline() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.plain_read]\nread = [\".\"]\ntimeout = \"1s\"\n[tools.plain_ok]\n");
+    super::fs_tools_tree::host_mkfifo(&sb, "pipe");
+    let tools = sb.toolset(&[guests::PLAIN]);
+    assert_eq!(
+        tools.find("plain_read").unwrap().runs_directly(),
+        Some(true)
+    );
+    let start = Instant::now();
+    let out = tools.call("plain_read", r#"{"path":"pipe"}"#);
+    assert!(out.result.is_err(), "{out:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        ok(tools.call("plain_read", r#"{"path":"hello.txt"}"#)).trim(),
+        std::fs::read_to_string(sb.ws.join("hello.txt"))
+            .unwrap()
+            .trim()
+    );
+    assert_eq!(ok(tools.call("plain_ok", "{}")), "ok");
+}
+
+/// Called directly, a tool's wasm runs on the calling thread's stack: a
+/// runaway recursion there ends in a trap at wasmtime's stack limit, also
+/// on a thread with the default 2 MiB stack, and the next call runs.
+#[test]
+fn a_runaway_recursion_in_a_tool_called_directly_traps_cleanly() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.plain_recurse]\n[tools.plain_ok]\n");
+    let tools = std::sync::Arc::new(sb.toolset(&[guests::PLAIN]));
+    assert_eq!(
+        tools.find("plain_recurse").unwrap().runs_directly(),
+        Some(true)
+    );
+    let on_thread = tools.clone();
+    let e = std::thread::spawn(move || err(on_thread.call("plain_recurse", "{}")))
+        .join()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Crashed, "{e}");
+    assert!(e.message.contains("overflowed its stack"), "{e}");
+    assert_eq!(ok(tools.call("plain_ok", "{}")), "ok");
+}

@@ -59,6 +59,14 @@ impl BoundTool {
         &self.tool().info
     }
 
+    /// Whether its calls run directly on the calling thread (its component
+    /// imports nothing that waits in the host) rather than on a fiber.
+    /// Loads the component; `None` when it does not load.
+    pub fn runs_directly(&self) -> Option<bool> {
+        let pre = self.host.component(self.tool().component).ok()?;
+        Some(matches!(pre, crate::bindings::Pre::Direct(_)))
+    }
+
     /// What it was granted.
     pub fn grants(&self) -> &Grants {
         &self.grants

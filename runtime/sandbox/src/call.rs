@@ -11,7 +11,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::alloc::Budget;
 use crate::bind::Prepared;
-use crate::bindings::{Component, ComponentPre, GuestError, GuestSpec};
+use crate::bindings::{Guest, GuestError, GuestSpec, Pre};
 use crate::clock::CallClock;
 use crate::engine::AHEAD;
 use crate::host::ToolHost;
@@ -110,7 +110,7 @@ impl Handles {
 /// holds one of the pool's slots for instances made ahead.
 pub(crate) struct Fresh {
     store: Store<CallState>,
-    guest: Component,
+    guest: Guest,
     handles: Handles,
     _ahead: AheadSlot,
 }
@@ -184,6 +184,35 @@ impl ToolHost {
         store
     }
 
+    /// Runs `op` in `made` (an instance made ahead) or in a new instance of
+    /// `pre`, on this thread: the guest waits on nothing in the host but
+    /// system calls, which the watchdog's signal interrupts, and its wasm
+    /// stops at the next epoch check.
+    fn call_direct(
+        pre: &crate::bindings::direct::ComponentPre<CallState>,
+        made: Option<crate::bindings::direct::Component>,
+        store: &mut Store<CallState>,
+        op: Op<'_>,
+    ) -> wasmtime::Result<Out> {
+        let guest = match made {
+            Some(guest) => guest,
+            None => pre.instantiate(&mut *store)?,
+        };
+        let tool = guest.warden_tool_tool();
+        Ok(match op {
+            Op::Describe => Out::Specs(
+                tool.call_describe(&mut *store)?
+                    .into_iter()
+                    .map(GuestSpec::from)
+                    .collect(),
+            ),
+            Op::Call { name, args } => Out::Called(
+                tool.call_call(&mut *store, name, args)?
+                    .map_err(GuestError::from),
+            ),
+        })
+    }
+
     /// Stops the guest at its next epoch check, and a program it runs, once
     /// `slot` expires or the budget is spent.
     fn arm(store: &mut Store<CallState>, slot: &Arc<Slot>, budget: &Arc<Budget>) {
@@ -205,7 +234,7 @@ impl ToolHost {
     /// (the call that needs it then makes its own and reports why).
     pub(crate) fn make_ahead(
         &self,
-        pre: &ComponentPre<CallState>,
+        pre: &Pre,
         prepared: &Prepared,
         limits: &Limits,
     ) -> Option<Fresh> {
@@ -218,14 +247,19 @@ impl ToolHost {
             let _charging = handles.budget.charge();
             let _watch = self.watchdog.watch(&control, clock.deadline());
             Self::arm(&mut store, control.slot(), &handles.budget);
-            let expired = control.slot().wake.notified();
-            wasmtime_wasi::runtime::in_tokio(async {
-                tokio::select! {
-                    biased;
-                    made = pre.instantiate_async(&mut store) => made.ok(),
-                    () = expired => None,
+            match pre {
+                Pre::Direct(pre) => Guest::Direct(pre.instantiate(&mut store).ok()?),
+                Pre::Fiber(pre) => {
+                    let expired = control.slot().wake.notified();
+                    Guest::Fiber(wasmtime_wasi::runtime::in_tokio(async {
+                        tokio::select! {
+                            biased;
+                            made = pre.instantiate_async(&mut store) => made.ok(),
+                            () = expired => None,
+                        }
+                    })?)
                 }
-            })?
+            }
         };
         Some(Fresh {
             store,
@@ -239,7 +273,7 @@ impl ToolHost {
     /// instance of `pre` made from `prepared`, within `limits`.
     pub(crate) fn run(
         &self,
-        pre: &ComponentPre<CallState>,
+        pre: &Pre,
         prepared: &Prepared,
         limits: &Limits,
         control: &CallControl,
@@ -288,32 +322,48 @@ impl ToolHost {
         let watch = self.watchdog.watch(control, clock.deadline());
         let slot = control.slot().clone();
         Self::arm(&mut store, &slot, &h.budget);
-        let run = async {
-            let guest = match made {
-                Some(guest) => guest,
-                None => pre.instantiate_async(&mut store).await?,
-            };
-            let tool = guest.warden_tool_tool();
-            match op {
-                Op::Describe => tool.call_describe(&mut store).await.map(Out::Specs),
-                Op::Call { name, args } => tool
-                    .call_call(&mut store, name, args)
-                    .await
-                    .map(Out::Called),
+        let answered = match pre {
+            Pre::Direct(pre) => {
+                let made = match made {
+                    Some(Guest::Direct(guest)) => Some(guest),
+                    _ => None,
+                };
+                Some(Self::call_direct(pre, made, &mut store, op))
+            }
+            Pre::Fiber(pre) => {
+                let made = match made {
+                    Some(Guest::Fiber(guest)) => Some(guest),
+                    _ => None,
+                };
+                let run = async {
+                    let guest = match made {
+                        Some(guest) => guest,
+                        None => pre.instantiate_async(&mut store).await?,
+                    };
+                    let tool = guest.warden_tool_tool();
+                    match op {
+                        Op::Describe => tool.call_describe(&mut store).await.map(Out::Specs),
+                        Op::Call { name, args } => tool
+                            .call_call(&mut store, name, args)
+                            .await
+                            .map(Out::Called),
+                    }
+                };
+                // The watchdog wakes `expired` at the deadline: whatever the
+                // guest waits on in the host is dropped with `run`.
+                let expired = slot.wake.notified();
+                // Boxed: the future (nearly 3 KB with the guest call in it)
+                // is then not copied on its way into the runtime, each copy
+                // to cold stack.
+                wasmtime_wasi::runtime::in_tokio(Box::pin(async {
+                    tokio::select! {
+                        biased;
+                        r = run => Some(r),
+                        () = expired => None,
+                    }
+                }))
             }
         };
-        // The watchdog wakes `expired` at the deadline: whatever the guest
-        // waits on in the host is dropped with `run`.
-        let expired = slot.wake.notified();
-        // Boxed: the future (nearly 3 KB with the guest call in it) is then
-        // not copied on its way into the runtime, each copy to cold stack.
-        let answered = wasmtime_wasi::runtime::in_tokio(Box::pin(async {
-            tokio::select! {
-                biased;
-                r = run => Some(r),
-                () = expired => None,
-            }
-        }));
         let mut result = match answered {
             Some(Ok(out)) => Ok(out),
             Some(Err(e)) => {

@@ -13,7 +13,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::bind::{Prepared, prepare};
-use crate::bindings::{ComponentPre, GuestSpec};
+use crate::bindings::{ComponentPre, GuestSpec, Pre, direct, never_waits};
 use crate::bound::BoundTool;
 use crate::cache::{CacheConfig, CacheStats, CompileCache};
 use crate::call::{Ahead, Op, Out, Permits};
@@ -102,7 +102,7 @@ pub(crate) struct Tool {
 /// A component: ready to instantiate, or, when its tools were listed from
 /// its cached description, loaded at the first call.
 pub(crate) struct Loaded {
-    pre: OnceLock<std::result::Result<ComponentPre<CallState>, String>>,
+    pre: OnceLock<std::result::Result<Pre, String>>,
     /// What it is loaded from while it is not.
     deferred: Option<(ComponentSource, String)>,
 }
@@ -112,6 +112,8 @@ pub struct ToolHost {
     pub(crate) engine: Engine,
     workspace: PathBuf,
     linker: Linker<CallState>,
+    /// The linker of components called directly ([`never_waits`]).
+    direct: Linker<CallState>,
     cache: CompileCache,
     describe_timeout: Duration,
     on_compile: Option<OnCompile>,
@@ -148,6 +150,11 @@ impl ToolHost {
             .and_then(|()| crate::extras::add_host_extras(&mut linker))
             .and_then(|()| crate::process::add_process(&mut linker))
             .map_err(|e| Error::Link(format!("{e:#}")))?;
+        let mut direct = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut direct)
+            .and_then(|()| add_bounded_timers(&mut direct))
+            .and_then(|()| crate::extras::add_host_extras(&mut direct))
+            .map_err(|e| Error::Link(format!("{e:#}")))?;
         let cache = CompileCache::new(&engine, config.cache);
         let workspace = config.workspace.canonicalize().unwrap_or(config.workspace);
         Ok(ToolHost {
@@ -157,6 +164,7 @@ impl ToolHost {
             engine,
             workspace,
             linker,
+            direct,
             cache,
             describe_timeout: config.describe_timeout,
             on_compile: config.on_compile,
@@ -232,21 +240,31 @@ impl ToolHost {
     }
 
     /// Links a compiled component: what every instance of it is made from.
-    fn instance_pre(
-        &self,
-        component: &Component,
-    ) -> std::result::Result<ComponentPre<CallState>, String> {
-        let instance_pre = self.linker.instantiate_pre(component).map_err(|e| {
+    /// One that imports nothing that waits is called directly, any other on
+    /// a fiber.
+    fn instance_pre(&self, component: &Component) -> std::result::Result<Pre, String> {
+        let direct = never_waits(component, &self.engine);
+        let linker = if direct { &self.direct } else { &self.linker };
+        let instance_pre = linker.instantiate_pre(component).map_err(|e| {
             format!(
                 "it imports something warden does not provide ({e:#}); tools may use WASI 0.2 only"
             )
         })?;
-        ComponentPre::new(instance_pre).map_err(|e| {
+        let not_a_tool = |e: wasmtime::Error| {
             format!(
                 "not a warden tool component: it does not export `warden:tool/tool@0.1.0` ({e:#}); \
                  build it against wit/tool.wit"
             )
-        })
+        };
+        if direct {
+            direct::ComponentPre::new(instance_pre)
+                .map(Pre::Direct)
+                .map_err(not_a_tool)
+        } else {
+            ComponentPre::new(instance_pre)
+                .map(Pre::Fiber)
+                .map_err(not_a_tool)
+        }
     }
 
     fn add(
@@ -327,10 +345,7 @@ impl ToolHost {
     /// The component `index`, loaded now if it was listed from its cached
     /// description (see [`ToolHost::load`]); the error says why it does
     /// not load.
-    pub(crate) fn component(
-        &self,
-        index: usize,
-    ) -> std::result::Result<&ComponentPre<CallState>, String> {
+    pub(crate) fn component(&self, index: usize) -> std::result::Result<&Pre, String> {
         let loaded = &self.components[index];
         let pre = loaded.pre.get_or_init(|| {
             let Some((source, hash)) = &loaded.deferred else {
@@ -378,10 +393,7 @@ impl ToolHost {
 
     /// Runs `describe()` in the sandbox like any call: no grants, the
     /// describe time limit, the default memory limit.
-    fn describe(
-        &self,
-        pre: &ComponentPre<CallState>,
-    ) -> std::result::Result<Vec<GuestSpec>, String> {
+    fn describe(&self, pre: &Pre) -> std::result::Result<Vec<GuestSpec>, String> {
         let limits = Limits {
             timeout: self.describe_timeout,
             ..Limits::default()
