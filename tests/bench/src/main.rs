@@ -197,7 +197,7 @@ fn main() {
     // read_file, or `--args JSON` for it, or `--upper`, or
     // `--native` (the same read with std::fs); `--pages` also prints the
     // pages each call touched, per mapping, until its answer. `--idle`
-    // prints only the after-idle rows.
+    // prints only the after-idle rows, `--search` only the search rows.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
         .iter()
@@ -291,6 +291,9 @@ fn main() {
         let name = if native { "native read" } else { name };
         println!("cold {name} (median of {calls}): {}", us(median(took)));
         return;
+    }
+    if argv.iter().any(|a| a == "--search") {
+        return search::run();
     }
     if argv.iter().any(|a| a == "--idle") {
         let (w, m, n, c) = idle_rows(&tools, args, &file);
