@@ -841,3 +841,27 @@ fn a_runaway_recursion_in_a_tool_called_directly_traps_cleanly() {
     assert!(e.message.contains("overflowed its stack"), "{e}");
     assert_eq!(ok(tools.call("plain_ok", "{}")), "ok");
 }
+
+/// The agent's calls run on its runtime's threads, whose stacks warden
+/// sizes itself: a `RUST_MIN_STACK` the user set small does not turn a
+/// tool's runaway recursion (called directly, on that thread's stack) into
+/// a crash of warden; the model gets the error and the run goes on.
+#[test]
+fn a_small_rust_min_stack_does_not_crash_a_run_on_a_recursing_tool() {
+    let sb = Sandbox::new();
+    sb.drop_in(guests::PLAIN, "plain.wasm");
+    sb.policy("approval = \"never\"\n[tools.plain_recurse]\n");
+    sb.trust();
+    let mock = MockLlm::start(script_replies(&[step("r1", "plain_recurse", json!({}))]));
+    let mut cmd = sb.warden();
+    cmd.env("OPENAI_BASE_URL", mock.base_url())
+        .env("RUST_MIN_STACK", "262144")
+        .args(["run", "--yes", "go"]);
+    let r = run(&mut cmd);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        output_of(&mock, "r1").contains("overflowed its stack"),
+        "{}",
+        output_of(&mock, "r1")
+    );
+}

@@ -258,7 +258,7 @@ pub fn run(
         .session()
         .map(|s| s.id().to_string())
         .unwrap_or_default();
-    let rt = tokio::runtime::Runtime::new()?;
+    let rt = runtime()?;
     let mut r = Renderer::new(json);
     let result = send(&rt, &mut agent, (&approver, &journal), &mut r, &task);
     let changes = journal.end_turn();
@@ -480,7 +480,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         runner,
         approver,
     } = build(ws, flags, which)?;
-    let rt = tokio::runtime::Runtime::new()?;
+    let rt = runtime()?;
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
     let history = ws.folders.history().ok();
     if let Some(dir) = &history {
@@ -604,4 +604,13 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
         "session {id} saved: `warden chat --resume {id}` (or `warden chat --continue`) picks it up"
     );
     Ok(0)
+}
+
+/// The async runtime of a run or chat; its blocking threads run the tool
+/// calls, on stacks sized for them.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(warden_sandbox::CALL_THREAD_STACK)
+        .build()
 }

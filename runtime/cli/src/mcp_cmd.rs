@@ -60,6 +60,7 @@ pub fn run(
     server.0.current()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(warden_sandbox::CALL_THREAD_STACK)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

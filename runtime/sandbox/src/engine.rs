@@ -11,6 +11,14 @@ pub(crate) const MAX_MEMORY: u64 = 4 << 30;
 /// [`PoolConfig::instances`]: the tools called most recently each keep one.
 pub(crate) const AHEAD: u32 = 16;
 
+/// The most native stack a guest's wasm may use (wasmtime traps past it).
+const MAX_WASM_STACK: usize = 1 << 20;
+
+/// The stack of a thread that calls tools: a direct call runs the guest's
+/// wasm on it ([`MAX_WASM_STACK`] at most, plus the host's frames). Threads
+/// warden makes for calls get this much, whatever `RUST_MIN_STACK` says.
+pub const CALL_THREAD_STACK: usize = 8 << 20;
+
 /// Dirty linear-memory bytes reset in place (instead of unmapped) when an
 /// instance ends, and likewise for tables; see [`new_engine`].
 const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
@@ -88,7 +96,7 @@ pub(crate) fn new_engine(pool_config: &PoolConfig) -> Result<Engine> {
         // cancellation, a host memory budget): nothing ticks while idle.
         .epoch_interruption(true)
         // Deep recursion traps cleanly instead of taking the host stack.
-        .max_wasm_stack(1 << 20)
+        .max_wasm_stack(MAX_WASM_STACK)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config).map_err(|e| Error::Engine(format!("{e:#}")))
 }

@@ -54,7 +54,7 @@ mod watchdog;
 pub use alloc::{HostAlloc, host_memory_counted};
 pub use bound::{BoundTool, Checked};
 pub use cache::{CacheConfig, CacheStats};
-pub use engine::PoolConfig;
+pub use engine::{CALL_THREAD_STACK, PoolConfig};
 pub use error::{Error, Result};
 pub use granted::{GrantedDirs, Peek};
 pub use host::{HostConfig, LoadProblem, OnCompile, ToolHost, ToolInfo};
