@@ -316,19 +316,37 @@ impl Secret {
             json,
             // JSON that escapes what HTML holds special as `\u00XX`: .NET
             // (`+` and `'` too, upper case), Go (`<>&`, lower case).
-            json_u(&value, "\"&'+<>`", false),
-            json_u(&value, "<>&", true),
+            json_u(&value, "\"&'+<>`", |n| format!("\\u{n:04X}")),
+            json_u(&value, "<>&", |n| format!("\\u{n:04x}")),
         ];
         for p in [percent, uri, uri_plus, ecma, form, twice] {
             all.push(lower_hex(&p));
             all.push(p);
         }
         // As an HTML page writes it (a page that shows the request back).
-        for style in HTML_STYLES {
-            all.push(html(&value, style));
+        for (quot, apos, more) in HTML_STYLES {
+            all.push(escaped(&value, |c| match c {
+                '&' => Some("&amp;".into()),
+                '<' => Some("&lt;".into()),
+                '>' => Some("&gt;".into()),
+                '"' => Some(quot.into()),
+                '\'' => Some(apos.into()),
+                c => more
+                    .iter()
+                    .find(|(k, _)| *k == c)
+                    .map(|(_, e)| e.to_string()),
+            }));
         }
-        for radix in [Radix::Decimal, Radix::Hex, Radix::UpperHex] {
-            all.push(html_numeric(&value, radix));
+        // Every sign as a numeric reference, as encoders that escape all do.
+        let numeric: [fn(u32) -> String; 3] = [
+            |n| format!("&#{n};"),
+            |n| format!("&#x{n:x};"),
+            |n| format!("&#x{n:X};"),
+        ];
+        for reference in numeric {
+            all.push(escaped(&value, |c| {
+                (!c.is_ascii_alphanumeric()).then(|| reference(c as u32))
+            }));
         }
         for engine in [
             &base64::engine::general_purpose::STANDARD_NO_PAD,
@@ -379,132 +397,53 @@ const FORM: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_');
 
 /// `value` as a JSON string body in which `special` characters are written
-/// `\u00XX` (hex digits in `lower` or upper case); `"` and `\` otherwise as
+/// as `u` makes them of their number (`\u002B`); `"` and `\` otherwise as
 /// `\"` and `\\`.
-fn json_u(value: &str, special: &str, lower: bool) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            c if special.contains(c) => {
-                let n = c as u32;
-                out.push_str(&if lower {
-                    format!("\\u{n:04x}")
-                } else {
-                    format!("\\u{n:04X}")
-                });
-            }
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c => out.push(c),
-        }
-    }
-    out
+fn json_u(value: &str, special: &str, u: fn(u32) -> String) -> String {
+    escaped(value, |c| match c {
+        c if special.contains(c) => Some(u(c as u32)),
+        '"' => Some("\\\"".into()),
+        '\\' => Some("\\\\".into()),
+        _ => None,
+    })
 }
 
-/// How HTML escapers write the characters they escape; any other stays
-/// as it is.
-const HTML_STYLES: [&[(char, &str)]; 7] = [
-    // Python's `html.escape`.
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&quot;"),
-        ('\'', "&#x27;"),
-    ],
-    // Go's `html.EscapeString`, Jinja (MarkupSafe).
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&#34;"),
-        ('\'', "&#39;"),
-    ],
-    // lodash's `escape`, Rails.
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&quot;"),
-        ('\'', "&#39;"),
-    ],
-    // Go's `html/template`, in text and attribute values.
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&#34;"),
-        ('\'', "&#39;"),
-        ('+', "&#43;"),
-        ('=', "&#61;"),
-        ('`', "&#96;"),
-    ],
-    // PHP's `htmlspecialchars` with `ENT_QUOTES`.
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&quot;"),
-        ('\'', "&#039;"),
-    ],
-    // OWASP's rule for HTML content.
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&quot;"),
-        ('\'', "&#x27;"),
-        ('/', "&#x2F;"),
-    ],
-    // XML.
-    &[
-        ('&', "&amp;"),
-        ('<', "&lt;"),
-        ('>', "&gt;"),
-        ('"', "&quot;"),
-        ('\'', "&apos;"),
-    ],
-];
-
-/// `value` with the characters of `style` written as it says.
-fn html(value: &str, style: &[(char, &str)]) -> String {
+/// `value` with each character `escape` has a form for written so.
+fn escaped(value: &str, escape: impl Fn(char) -> Option<String>) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
-        match style.iter().find(|(k, _)| *k == c) {
-            Some((_, entity)) => out.push_str(entity),
+        match escape(c) {
+            Some(e) => out.push_str(&e),
             None => out.push(c),
         }
     }
     out
 }
 
-/// How a numeric character reference writes its number.
-#[derive(Clone, Copy)]
-enum Radix {
-    Decimal,
-    Hex,
-    UpperHex,
-}
+/// How an HTML escaper writes `"` and `'` (all write `&amp;`, `&lt;` and
+/// `&gt;`), and what else it escapes; any other character stays as it is.
+type HtmlStyle = (&'static str, &'static str, &'static [(char, &'static str)]);
 
-/// `value` with every character but ASCII letters and digits written as a
-/// numeric character reference (`&#47;`, `&#x2f;`, `&#x2F;`), as encoders
-/// that escape all signs do.
-fn html_numeric(value: &str, radix: Radix) -> String {
-    let mut out = String::with_capacity(value.len() * 2);
-    for c in value.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-            continue;
-        }
-        let n = c as u32;
-        out.push_str(&match radix {
-            Radix::Decimal => format!("&#{n};"),
-            Radix::Hex => format!("&#x{n:x};"),
-            Radix::UpperHex => format!("&#x{n:X};"),
-        });
-    }
-    out
-}
+const HTML_STYLES: [HtmlStyle; 7] = [
+    // Python's `html.escape`.
+    ("&quot;", "&#x27;", &[]),
+    // Go's `html.EscapeString`, Jinja (MarkupSafe).
+    ("&#34;", "&#39;", &[]),
+    // lodash's `escape`, Rails.
+    ("&quot;", "&#39;", &[]),
+    // Go's `html/template`, in text and attribute values.
+    (
+        "&#34;",
+        "&#39;",
+        &[('+', "&#43;"), ('=', "&#61;"), ('`', "&#96;")],
+    ),
+    // PHP's `htmlspecialchars` with `ENT_QUOTES`.
+    ("&quot;", "&#039;", &[]),
+    // OWASP's rule for HTML content.
+    ("&quot;", "&#x27;", &[('/', "&#x2F;")]),
+    // XML.
+    ("&quot;", "&apos;", &[]),
+];
 
 /// `percent` with the hex digits of its escapes in lower case (`%2f`).
 fn lower_hex(percent: &str) -> String {
