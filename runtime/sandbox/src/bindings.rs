@@ -78,6 +78,22 @@ pub(crate) enum Guest {
     Direct(direct::Component),
 }
 
+impl Guest {
+    pub(crate) fn into_fiber(self) -> Option<Component> {
+        match self {
+            Guest::Fiber(guest) => Some(guest),
+            Guest::Direct(_) => None,
+        }
+    }
+
+    pub(crate) fn into_direct(self) -> Option<direct::Component> {
+        match self {
+            Guest::Direct(guest) => Some(guest),
+            Guest::Fiber(_) => None,
+        }
+    }
+}
+
 /// Interfaces whose functions return at once or after one system call
 /// (which the watchdog's signal interrupts), with the functions of each
 /// that do (`None`: all): the command line's streams (stdin is closed,

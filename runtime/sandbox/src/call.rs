@@ -11,7 +11,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::alloc::Budget;
 use crate::bind::Prepared;
-use crate::bindings::{Guest, GuestError, GuestSpec, Pre};
+use crate::bindings::{Component, ComponentPre, Guest, GuestError, GuestSpec, Pre};
 use crate::clock::CallClock;
 use crate::engine::AHEAD;
 use crate::host::ToolHost;
@@ -213,6 +213,42 @@ impl ToolHost {
         })
     }
 
+    /// Runs `op` in `made` (an instance made ahead) or in a new instance of
+    /// `pre`, on a fiber. `None` when the watchdog woke it first: whatever
+    /// the guest waited on in the host is dropped.
+    fn call_on_fiber(
+        pre: &ComponentPre<CallState>,
+        made: Option<Component>,
+        store: &mut Store<CallState>,
+        op: Op<'_>,
+        slot: &Slot,
+    ) -> Option<wasmtime::Result<Out>> {
+        let run = async {
+            let guest = match made {
+                Some(guest) => guest,
+                None => pre.instantiate_async(&mut *store).await?,
+            };
+            let tool = guest.warden_tool_tool();
+            match op {
+                Op::Describe => tool.call_describe(&mut *store).await.map(Out::Specs),
+                Op::Call { name, args } => tool
+                    .call_call(&mut *store, name, args)
+                    .await
+                    .map(Out::Called),
+            }
+        };
+        let expired = slot.wake.notified();
+        // Boxed: the future (nearly 3 KB with the guest call in it) is then
+        // not copied on its way into the runtime, each copy to cold stack.
+        wasmtime_wasi::runtime::in_tokio(Box::pin(async {
+            tokio::select! {
+                biased;
+                r = run => Some(r),
+                () = expired => None,
+            }
+        }))
+    }
+
     /// Stops the guest at its next epoch check, and a program it runs, once
     /// `slot` expires or the budget is spent.
     fn arm(store: &mut Store<CallState>, slot: &Arc<Slot>, budget: &Arc<Budget>) {
@@ -323,45 +359,14 @@ impl ToolHost {
         let slot = control.slot().clone();
         Self::arm(&mut store, &slot, &h.budget);
         let answered = match pre {
-            Pre::Direct(pre) => {
-                let made = match made {
-                    Some(Guest::Direct(guest)) => Some(guest),
-                    _ => None,
-                };
-                Some(Self::call_direct(pre, made, &mut store, op))
-            }
+            Pre::Direct(pre) => Some(Self::call_direct(
+                pre,
+                made.and_then(Guest::into_direct),
+                &mut store,
+                op,
+            )),
             Pre::Fiber(pre) => {
-                let made = match made {
-                    Some(Guest::Fiber(guest)) => Some(guest),
-                    _ => None,
-                };
-                let run = async {
-                    let guest = match made {
-                        Some(guest) => guest,
-                        None => pre.instantiate_async(&mut store).await?,
-                    };
-                    let tool = guest.warden_tool_tool();
-                    match op {
-                        Op::Describe => tool.call_describe(&mut store).await.map(Out::Specs),
-                        Op::Call { name, args } => tool
-                            .call_call(&mut store, name, args)
-                            .await
-                            .map(Out::Called),
-                    }
-                };
-                // The watchdog wakes `expired` at the deadline: whatever the
-                // guest waits on in the host is dropped with `run`.
-                let expired = slot.wake.notified();
-                // Boxed: the future (nearly 3 KB with the guest call in it)
-                // is then not copied on its way into the runtime, each copy
-                // to cold stack.
-                wasmtime_wasi::runtime::in_tokio(Box::pin(async {
-                    tokio::select! {
-                        biased;
-                        r = run => Some(r),
-                        () = expired => None,
-                    }
-                }))
+                Self::call_on_fiber(pre, made.and_then(Guest::into_fiber), &mut store, op, &slot)
             }
         };
         let mut result = match answered {
