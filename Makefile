@@ -3,7 +3,7 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
 TASK ?= List the files in this workspace and say in two sentences what the project is.
 
-.PHONY: wasm-target tools test-guests build test lint fmt bench hot-functions run authoring-toolchains authoring-check examples
+.PHONY: wasm-target tools test-guests build test lint fmt bench run authoring-toolchains authoring-check examples
 
 ## The guest target, installed once (what a fresh machine lacks).
 wasm-target:
@@ -80,12 +80,6 @@ bench: build test-guests examples
 	@# features and would compile wasmtime a second time.
 	cargo build --release --workspace --bins
 	$(CARGO_TARGET_DIR)/release/warden-bench
-
-## The link order of the hot code (runtime/cli/build.rs), from a profile of
-## the bench; needs perf.
-hot-functions: build test-guests
-	cargo build --release --workspace --bins
-	bash tests/bench/hot-functions.sh
 
 ## The main job: one task against the configured endpoint (see README).
 run: build

@@ -14,7 +14,6 @@ static ALLOC: warden_sandbox::HostAlloc = warden_sandbox::HostAlloc;
 
 mod agent;
 mod authoring;
-mod link_order;
 mod search;
 mod web;
 
@@ -371,10 +370,9 @@ fn main() {
     );
     println!(
         "  read_file, after 1 s idle  {:>12}   ({:.2}x back to back; as between agent turns: \
-         the instance was made ahead by the previous call; target <= 150 µs: {})",
+         the instance was made ahead by the previous call)",
         us(after_idle),
         ratio(after_idle, sandboxed),
-        verdict(after_idle <= Duration::from_micros(150))
     );
     println!(
         "    instance made in call    {:>12}   ({:.2}x the above; a one-off call, as `warden \
@@ -396,18 +394,6 @@ fn main() {
         ratio(cat_idle, after_idle),
         ratio(cat_idle, made_idle)
     );
-    match link_order::check() {
-        Some((found, listed, ordered)) => println!(
-            "  link order                 {found} of {listed} hot functions found, {} \
-             (runtime/cli/hot-functions.txt; `make hot-functions` renews it)",
-            if ordered {
-                "placed in list order"
-            } else {
-                "NOT placed in list order"
-            }
-        ),
-        None => println!("  link order                 not checked: needs `nm` and the list"),
-    }
     if let Some(n) = idle_switches {
         println!(
             "  idle 5 s after calls       {n:>9} context switches of all threads (target <= 5: {})",
