@@ -240,7 +240,8 @@ impl Tools {
         let Some(tool) = self.0.find(name) else {
             return deliver(self.0.unknown(name));
         };
-        match tool.parse_args(args).map(|a| tool.check(a)) {
+        let parsed = tool.parse_args(args);
+        match parsed.as_ref().map(|a| tool.check(a)) {
             Ok(Ok(checked)) => checked.call_then(&CallControl::new(), deliver),
             _ => deliver(tool.call_text(args, &CallControl::new())),
         }

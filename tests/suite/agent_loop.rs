@@ -29,7 +29,7 @@ impl ToolRunner for Slow {
             .collect()
     }
 
-    fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult {
+    fn call(&self, name: &str, arguments: &serde_json::Value, cancel: &CallCancel) -> ToolResult {
         let start = Instant::now();
         while start.elapsed() < Duration::from_millis(400) {
             if cancel.is_cancelled() {

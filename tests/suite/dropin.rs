@@ -130,7 +130,7 @@ fn broken_components_are_reported_and_the_rest_still_load() {
         ),
         (
             guests::NOT_A_TOOL,
-            "does not export `warden:tool/tool@0.1.0`",
+            "does not export `warden:tool/tool@0.2.0` (nor 0.1.0)",
         ),
         (guests::BAD_SCHEMA, "parameters is not valid JSON"),
         (guests::BAD_SCHEMA_TYPE, "must describe an object"),

@@ -1118,7 +1118,12 @@ fn under_approval_writes_the_user_sees_the_command_line_and_can_refuse_it() {
     let r = sb.run_in_terminal(&mock.base_url(), "make a file", "n\n");
     assert!(r.stdout.contains("shell wants to run"), "{}", r.stdout);
     assert!(
-        r.stdout.contains("$ echo hi > out/made.txt"),
+        r.stdout.contains("  command: echo hi > out/made.txt"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("effects unknown: `shell`"),
         "{}",
         r.stdout
     );

@@ -20,4 +20,5 @@ mod seams;
 mod search;
 mod sessions;
 mod trust;
+mod undo;
 mod web;

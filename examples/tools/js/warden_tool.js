@@ -49,6 +49,9 @@ export function tools(list) {
         parameters: JSON.stringify(t.schema),
         aliases: t.aliases || [],
         mutates: Boolean(t.mutates),
+        // Not declared: a call that may change files is shown to the user
+        // as "effects unknown" and cannot be undone.
+        effects: undefined,
       }));
     },
     call(name, args) {

@@ -64,7 +64,12 @@ class Failed(ToolError):
 
 
 def tool(name, description, schema, aliases=(), mutates=False):
-    """Registers the decorated function as tool ``name``."""
+    """Registers the decorated function as tool ``name``.
+
+    Its effects (which arguments are paths, and what a call does to each)
+    are not declared: a call that may change files is shown to the user as
+    "effects unknown" and cannot be undone.
+    """
 
     def register(fn):
         _TOOLS.append((name, description, json.dumps(schema), list(aliases), mutates, fn))
@@ -86,7 +91,7 @@ class Tool(exports.Tool):
 
     def describe(self):
         return [
-            wit.Spec(name=n, description=d, parameters=s, aliases=a, mutates=m)
+            wit.Spec(name=n, description=d, parameters=s, aliases=a, mutates=m, effects=None)
             for (n, d, s, a, m, _) in _TOOLS
         ]
 

@@ -14,4 +14,4 @@ mod tools;
 
 pub use agent::{Agent, AgentError, Event};
 pub use message::{FunctionCall, Message, ToolCall, ToolDef, Usage};
-pub use tools::{AgentTool, CallCancel, ToolResult, ToolRunner, spawn_call};
+pub use tools::{AgentTool, CallCancel, ToolResult, ToolRunner, Touched, spawn_call};

@@ -34,8 +34,23 @@ pub struct ToolResult {
     pub error_kind: Option<String>,
     /// True when the output was cut at the tool's output limit.
     pub truncated: bool,
-    /// The arguments as the runner parsed them (once), when they parsed.
-    pub arguments: Option<Value>,
+    /// The paths the call named and what it does to each, as the runner
+    /// resolved them for its approval and undo; `None` when its tool does
+    /// not declare them.
+    pub touched: Option<Vec<Touched>>,
+}
+
+/// A path a call named, as shown to the user, and what the call does to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Touched {
+    /// The path as the tool resolves it (normalized; relative when given so).
+    pub path: String,
+    /// What the call does to it: `read`, `write`, `create`, `delete`,
+    /// `copy from`, `copy to`, `move from`, `move to`.
+    pub access: &'static str,
+    /// Why the call is refused there, if it is (`outside the grants`, `in
+    /// a read-only grant`).
+    pub refused: Option<&'static str>,
 }
 
 /// Cancellation of one tool call, shared by the agent (which cancels) and
@@ -90,14 +105,16 @@ pub trait ToolRunner: Send + Sync + 'static {
     /// The tools to offer.
     fn tools(&self) -> Vec<AgentTool>;
     /// Runs one call, blocking, until it answers or `cancel` stops it.
-    fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult;
+    /// `arguments` is the JSON object the model sent, parsed once by the
+    /// agent.
+    fn call(&self, name: &str, arguments: &Value, cancel: &CallCancel) -> ToolResult;
     /// Runs one call like [`ToolRunner::call`], handing its result to
     /// `deliver` as soon as it is known; whatever the runner does after a
     /// call (readying the tool for its next one) follows on this thread.
     fn call_then(
         &self,
         name: &str,
-        arguments: &str,
+        arguments: &Value,
         cancel: &CallCancel,
         deliver: Box<dyn FnOnce(ToolResult) + Send>,
     ) {
@@ -113,7 +130,7 @@ pub trait ToolRunner: Send + Sync + 'static {
 pub fn spawn_call<R: ToolRunner + ?Sized>(
     runner: Arc<R>,
     name: String,
-    arguments: String,
+    arguments: Arc<Value>,
     cancel: CallCancel,
 ) -> tokio::sync::oneshot::Receiver<ToolResult> {
     let (tx, rx) = tokio::sync::oneshot::channel();

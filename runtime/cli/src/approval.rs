@@ -95,7 +95,7 @@ impl Approve for Approver {
             "\n{}\n{}Allow? [y]es / [a]lways for {tool} / [n]o (a reason for the model may \
              follow: n use b.txt): ",
             paint(self.fancy, "1", &format!("{tool} wants to run:")),
-            preview(tool, request.arguments, request.dirs, self.fancy),
+            preview(request, self.fancy),
         );
         match prompt::ask(&shown) {
             Answer::Interrupted => {

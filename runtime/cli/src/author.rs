@@ -20,6 +20,7 @@ const TOOL_WIT: &str = include_str!("../../../wit/tool.wit");
 /// The Rust SDK, vendored into each Rust project so it builds offline
 /// from crates.io alone.
 const SDK_LIB: &str = include_str!("../../../tools-wasm/warden-tool/src/lib.rs");
+const SDK_EFFECT: &str = include_str!("../../../tools-wasm/warden-tool/src/effect.rs");
 const SDK_README: &str = include_str!("../../../tools-wasm/warden-tool/README.md");
 const SDK_CARGO: &str = r#"[package]
 name = "warden-tool"
@@ -93,6 +94,7 @@ pub fn new(name: &str, lang: &str, dir: Option<&Path>) -> anyhow::Result<u8> {
                 ("warden-tool/Cargo.toml", SDK_CARGO.into()),
                 ("warden-tool/README.md", SDK_README.into()),
                 ("warden-tool/src/lib.rs", SDK_LIB.into()),
+                ("warden-tool/src/effect.rs", SDK_EFFECT.into()),
                 ("warden-tool/wit/tool.wit", TOOL_WIT.into()),
                 (".gitignore", "target/\n".into()),
             ],

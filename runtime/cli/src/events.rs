@@ -204,6 +204,7 @@ impl Renderer {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 self.stop_spinner();
                 if self.json {
@@ -214,17 +215,24 @@ impl Renderer {
                 id,
                 name,
                 arguments,
+                args,
                 result,
             } => {
                 if self.json {
+                    let touched = result.touched.as_ref().map(|t| {
+                        t.iter()
+                            .map(|t| json!({"path": t.path, "access": t.access, "refused": t.refused}))
+                            .collect::<Vec<_>>()
+                    });
                     self.emit(json!({
                         "type": "tool_result", "id": id, "name": name, "ok": result.ok,
                         "output": result.output, "duration_ms": result.duration.as_millis() as u64,
+                        "touched": touched,
                     }));
                     return;
                 }
                 self.line_break();
-                let key = key_argument(arguments);
+                let key = key_argument(result, args, arguments);
                 let name = inert(name);
                 let ms = result.duration.as_millis();
                 let line = if result.ok {
@@ -257,10 +265,29 @@ impl Renderer {
     }
 }
 
-/// The argument worth showing for a call: a path, pattern or the first string.
-fn key_argument(arguments: &str) -> String {
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(arguments)
-    else {
+/// What is worth showing of a call: the paths it touched, as its tool
+/// resolved them (the same value its approval and undo used); else a path,
+/// pattern or the first string of its arguments (parsed once, by the
+/// agent); else the arguments as sent.
+fn key_argument(
+    result: &warden_agent::ToolResult,
+    args: Option<&serde_json::Value>,
+    arguments: &str,
+) -> String {
+    match result.touched.as_deref() {
+        Some([from, to]) if from.access.ends_with("from") && to.access.ends_with("to") => {
+            return format!("{} → {}", cut(&from.path, 40), cut(&to.path, 40));
+        }
+        Some([first, rest @ ..]) => {
+            let shown = cut(&first.path, 60);
+            return match rest.len() {
+                0 => shown,
+                n => format!("{shown} (+{n})"),
+            };
+        }
+        _ => {}
+    }
+    let Some(serde_json::Value::Object(map)) = args else {
         return cut(arguments, 60);
     };
     let pick = ["path", "pattern", "from", "url", "command", "text"]

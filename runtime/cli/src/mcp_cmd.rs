@@ -351,7 +351,7 @@ impl ServerHandler for Server {
             .client
             .set((ctx.peer.clone(), tokio::runtime::Handle::current()));
         let name = request.name.to_string();
-        let args = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        let args = std::sync::Arc::new(Value::Object(request.arguments.unwrap_or_default()));
         let cancel = CallCancel::default();
         let number = {
             let mut running = self.0.running.lock().unwrap_or_else(|e| e.into_inner());

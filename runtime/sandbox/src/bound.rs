@@ -8,6 +8,7 @@ use warden_policy::{Grants, Limits};
 
 use crate::bind::Prepared;
 use crate::call::{Fresh, Op, Out};
+use crate::effects::Effects;
 use crate::granted::GrantedDirs;
 use crate::host::{Tool, ToolHost, ToolInfo};
 use crate::outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
@@ -64,7 +65,7 @@ impl BoundTool {
     /// Loads the component; `None` when it does not load.
     pub fn runs_directly(&self) -> Option<bool> {
         let pre = self.host.component(self.tool().component).ok()?;
-        Some(matches!(pre, crate::bindings::Pre::Direct(_)))
+        Some(pre.direct)
     }
 
     /// What it was granted.
@@ -91,14 +92,18 @@ impl BoundTool {
         self.tool().checked.parse_args(args)
     }
 
-    /// Validates parsed arguments against the tool's schema, once: what
-    /// comes back is the only way to run them. On failure the arguments
-    /// come back with the error.
-    pub fn check(&self, args: Value) -> Result<Checked<'_>, (ToolError, Value)> {
-        match self.tool().checked.check_args(&args) {
-            Ok(()) => Ok(Checked { tool: self, args }),
-            Err(e) => Err((e, args)),
-        }
+    /// Validates parsed arguments against the tool's schema, once, and
+    /// works out what the call will touch ([`Checked::effects`]): what
+    /// comes back is the only way to run them.
+    pub fn check<'a>(&'a self, args: &'a Value) -> Result<Checked<'a>, ToolError> {
+        let checked = &self.tool().checked;
+        checked.check_args(args)?;
+        let declared = checked.spec.effects.as_deref();
+        Ok(Checked {
+            tool: self,
+            args,
+            effects: Effects::of(declared, args, self.dirs()),
+        })
     }
 
     /// A one-line description of its arguments, for messages.
@@ -234,24 +239,26 @@ fn capped(result: Result<String, ToolError>, limits: &Limits) -> (Result<String,
 #[derive(Debug)]
 pub struct Checked<'t> {
     tool: &'t BoundTool,
-    args: Value,
+    args: &'t Value,
+    effects: Effects,
 }
 
 impl Checked<'_> {
     /// The arguments.
     pub fn args(&self) -> &Value {
-        &self.args
+        self.args
     }
 
-    /// The arguments, for a call that will not run after all.
-    pub fn into_args(self) -> Value {
-        self.args
+    /// What the call will touch, resolved once: the preview, undo and the
+    /// event line all read this.
+    pub fn effects(&self) -> &Effects {
+        &self.effects
     }
 
     /// Runs the call in an instance no call has used. `control` cancels
     /// it. Every failure comes back in the outcome, never as a panic.
     pub fn call(&self, control: &CallControl) -> CallOutcome {
-        Checked::run_once(self.tool, &self.args, control)
+        Checked::run_once(self.tool, self.args, control)
     }
 
     /// Runs the call like [`Checked::call`] and hands its outcome to
@@ -260,7 +267,7 @@ impl Checked<'_> {
     /// so that a call made later (after the model's next turn) starts at
     /// once. Nothing is left running: no thread waits for the next call.
     pub fn call_then(&self, control: &CallControl, deliver: impl FnOnce(CallOutcome)) {
-        self.tool.run(&self.args, control, true, deliver);
+        self.tool.run(self.args, control, true, deliver);
     }
 
     fn run_once(tool: &BoundTool, args: &Value, control: &CallControl) -> CallOutcome {

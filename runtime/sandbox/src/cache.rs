@@ -17,7 +17,6 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use warden_state::StateDir;
 use wasmtime::Engine;
@@ -142,8 +141,7 @@ impl CompileCache {
         let name = self.description_name(hash);
         let entry = store.dir.read(&name).ok()??;
         let text = verified(&store.key, &name, &entry)?;
-        let specs: Vec<Described> = serde_json::from_slice(text).ok()?;
-        Some(specs.into_iter().map(GuestSpec::from).collect())
+        serde_json::from_slice(text).ok()
     }
 
     /// Records what component `hash` answered to `describe()`.
@@ -152,8 +150,7 @@ impl CompileCache {
             return;
         };
         let name = self.description_name(hash);
-        let described: Vec<Described> = specs.iter().map(Described::from).collect();
-        let Ok(mut text) = serde_json::to_vec(&described) else {
+        let Ok(mut text) = serde_json::to_vec(specs) else {
             return;
         };
         let mac = mac(&store.key, &name, &text);
@@ -166,40 +163,6 @@ impl CompileCache {
         let c = Component::new(engine, bytes)?;
         self.stats.compiled.fetch_add(1, Ordering::Relaxed);
         Ok(c)
-    }
-}
-
-/// A `describe()` answer as stored.
-#[derive(Serialize, Deserialize)]
-struct Described {
-    name: String,
-    description: String,
-    parameters: String,
-    aliases: Vec<String>,
-    mutates: bool,
-}
-
-impl From<&GuestSpec> for Described {
-    fn from(s: &GuestSpec) -> Described {
-        Described {
-            name: s.name.clone(),
-            description: s.description.clone(),
-            parameters: s.parameters.clone(),
-            aliases: s.aliases.clone(),
-            mutates: s.mutates,
-        }
-    }
-}
-
-impl From<Described> for GuestSpec {
-    fn from(d: Described) -> GuestSpec {
-        GuestSpec {
-            name: d.name,
-            description: d.description,
-            parameters: d.parameters,
-            aliases: d.aliases,
-            mutates: d.mutates,
-        }
     }
 }
 

@@ -11,7 +11,9 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::alloc::Budget;
 use crate::bind::Prepared;
-use crate::bindings::{Component, ComponentPre, Guest, GuestError, GuestSpec, Pre};
+use wasmtime::component::Instance;
+
+use crate::bindings::{GuestError, GuestSpec, Pre};
 use crate::clock::CallClock;
 use crate::engine::AHEAD;
 use crate::host::ToolHost;
@@ -110,7 +112,7 @@ impl Handles {
 /// holds one of the pool's slots for instances made ahead.
 pub(crate) struct Fresh {
     store: Store<CallState>,
-    guest: Guest,
+    guest: Instance,
     handles: Handles,
     _ahead: AheadSlot,
 }
@@ -189,8 +191,8 @@ impl ToolHost {
     /// system calls, which the watchdog's signal interrupts, and its wasm
     /// stops at the next epoch check.
     fn call_direct(
-        pre: &crate::bindings::direct::ComponentPre<CallState>,
-        made: Option<crate::bindings::direct::Component>,
+        pre: &Pre,
+        made: Option<Instance>,
         store: &mut Store<CallState>,
         op: Op<'_>,
     ) -> wasmtime::Result<Out> {
@@ -198,18 +200,9 @@ impl ToolHost {
             Some(guest) => guest,
             None => pre.instantiate(&mut *store)?,
         };
-        let tool = guest.warden_tool_tool();
         Ok(match op {
-            Op::Describe => Out::Specs(
-                tool.call_describe(&mut *store)?
-                    .into_iter()
-                    .map(GuestSpec::from)
-                    .collect(),
-            ),
-            Op::Call { name, args } => Out::Called(
-                tool.call_call(&mut *store, name, args)?
-                    .map_err(GuestError::from),
-            ),
+            Op::Describe => Out::Specs(pre.describe(&mut *store, guest)?),
+            Op::Call { name, args } => Out::Called(pre.call(&mut *store, guest, name, args)?),
         })
     }
 
@@ -217,8 +210,8 @@ impl ToolHost {
     /// `pre`, on a fiber. `None` when the watchdog woke it first: whatever
     /// the guest waited on in the host is dropped.
     fn call_on_fiber(
-        pre: &ComponentPre<CallState>,
-        made: Option<Component>,
+        pre: &Pre,
+        made: Option<Instance>,
         store: &mut Store<CallState>,
         op: Op<'_>,
         slot: &Slot,
@@ -228,11 +221,10 @@ impl ToolHost {
                 Some(guest) => guest,
                 None => pre.instantiate_async(&mut *store).await?,
             };
-            let tool = guest.warden_tool_tool();
             match op {
-                Op::Describe => tool.call_describe(&mut *store).await.map(Out::Specs),
-                Op::Call { name, args } => tool
-                    .call_call(&mut *store, name, args)
+                Op::Describe => pre.describe_async(&mut *store, guest).await.map(Out::Specs),
+                Op::Call { name, args } => pre
+                    .call_async(&mut *store, guest, name, args)
                     .await
                     .map(Out::Called),
             }
@@ -283,18 +275,17 @@ impl ToolHost {
             let _charging = handles.budget.charge();
             let _watch = self.watchdog.watch(&control, clock.deadline());
             Self::arm(&mut store, control.slot(), &handles.budget);
-            match pre {
-                Pre::Direct(pre) => Guest::Direct(pre.instantiate(&mut store).ok()?),
-                Pre::Fiber(pre) => {
-                    let expired = control.slot().wake.notified();
-                    Guest::Fiber(wasmtime_wasi::runtime::in_tokio(async {
-                        tokio::select! {
-                            biased;
-                            made = pre.instantiate_async(&mut store) => made.ok(),
-                            () = expired => None,
-                        }
-                    })?)
-                }
+            if pre.direct {
+                pre.instantiate(&mut store).ok()?
+            } else {
+                let expired = control.slot().wake.notified();
+                wasmtime_wasi::runtime::in_tokio(async {
+                    tokio::select! {
+                        biased;
+                        made = pre.instantiate_async(&mut store) => made.ok(),
+                        () = expired => None,
+                    }
+                })?
             }
         };
         Some(Fresh {
@@ -358,16 +349,10 @@ impl ToolHost {
         let watch = self.watchdog.watch(control, clock.deadline());
         let slot = control.slot().clone();
         Self::arm(&mut store, &slot, &h.budget);
-        let answered = match pre {
-            Pre::Direct(pre) => Some(Self::call_direct(
-                pre,
-                made.and_then(Guest::into_direct),
-                &mut store,
-                op,
-            )),
-            Pre::Fiber(pre) => {
-                Self::call_on_fiber(pre, made.and_then(Guest::into_fiber), &mut store, op, &slot)
-            }
+        let answered = if pre.direct {
+            Some(Self::call_direct(pre, made, &mut store, op))
+        } else {
+            Self::call_on_fiber(pre, made, &mut store, op, &slot)
         };
         let mut result = match answered {
             Some(Ok(out)) => Ok(out),

@@ -27,7 +27,8 @@ pub enum Peek {
     Special,
     /// A regular file larger than the cap (its size in bytes).
     TooLarge(u64),
-    /// A regular file that is not UTF-8 text (its size in bytes).
+    /// A regular file that is not text (not UTF-8, or a NUL byte near its
+    /// start), with its size in bytes.
     Binary(u64),
     /// It cannot be examined (permissions, a broken path).
     Unreadable,
@@ -84,41 +85,35 @@ impl GrantedDirs {
             .and_then(|(_, h)| h.fd())
     }
 
-    /// Where the granted directories appear inside the guest.
+    /// Where the granted directories appear inside the guest, in the
+    /// order the guest sees them.
     pub fn mounts(&self) -> impl Iterator<Item = &Mount> {
         self.dirs.iter().map(|(m, _)| m)
     }
 
-    /// The mount a guest `path` resolves in (the longest guest name it is
-    /// under; relative paths are under `.`) and the rest of the path.
-    fn locate<'p>(&self, path: &'p str) -> Option<(&dir::Handle, &'p str)> {
-        self.dirs
-            .iter()
-            .filter_map(|(m, h)| {
-                if m.guest == "." && !path.starts_with('/') {
-                    return Some((m, h, path));
-                }
-                // `/` holds every absolute path (and, as with wasi-libc,
-                // a relative one when no `.` is longer).
-                if m.guest == "/" {
-                    return Some((m, h, path.trim_start_matches('/')));
-                }
-                let rest = path.strip_prefix(m.guest.as_str())?;
-                (rest.is_empty() || rest.starts_with('/'))
-                    .then(|| (m, h, rest.trim_start_matches('/')))
-            })
-            .max_by_key(|(m, _, _)| m.guest.len())
-            .map(|(_, h, rest)| (&**h, rest))
+    /// Mount `i` of [`GrantedDirs::mounts`].
+    pub(crate) fn mount(&self, i: usize) -> &Mount {
+        &self.dirs[i].0
     }
 
     /// What `path` (as the model gave it to the tool) holds, reading at most
-    /// `max` bytes of a regular file. Returns at once whatever the path is.
+    /// `max` bytes of a regular file: resolved as the tool resolves it
+    /// (`warden-paths`), then looked at beneath that directory's handle.
+    /// Returns at once whatever the path is.
     pub fn peek(&self, path: &str, max: u64) -> Peek {
-        match self.locate(path) {
+        let names: Vec<&str> = self.mounts().map(|m| m.guest.as_str()).collect();
+        match warden_paths::resolve(path, &names) {
+            Ok(r) => self.peek_at(r.mount, &r.rel, max),
+            Err(_) => Peek::Outside,
+        }
+    }
+
+    /// What `rel` beneath mount `mount` holds (a path an [`crate::At`]
+    /// gives), reading at most `max` bytes of a regular file.
+    pub fn peek_at(&self, mount: usize, rel: &str, max: u64) -> Peek {
+        match self.dirs.get(mount) {
+            Some((_, handle)) => dir::peek(handle, rel, max),
             None => Peek::Outside,
-            Some((handle, rest)) => {
-                dir::peek(handle, if rest.is_empty() { "." } else { rest }, max)
-            }
         }
     }
 }
@@ -223,10 +218,11 @@ mod dir {
         if bytes.len() as u64 > max {
             return Peek::TooLarge(bytes.len() as u64);
         }
-        match String::from_utf8(bytes) {
-            Ok(text) => Peek::Text(text),
-            Err(e) => Peek::Binary(e.into_bytes().len() as u64),
+        // Text as the file tools tell it (UTF-8, no NUL near the start).
+        if warden_edit::as_text(&bytes).is_none() {
+            return Peek::Binary(bytes.len() as u64);
         }
+        Peek::Text(String::from_utf8(bytes).expect("as_text checked it is UTF-8"))
     }
 }
 
@@ -341,6 +337,7 @@ mod tests {
         assert_eq!(d.peek("/etc", 50), Peek::Dir);
         assert_eq!(d.peek("/", 50), Peek::Dir);
         assert_eq!(d.peek("/etc/new", 50), Peek::Missing);
-        assert_eq!(d.peek("/../etc/x.conf", 50), Peek::Outside);
+        // `/..` is `/`, as the tools resolve it (and as POSIX has it).
+        assert_eq!(d.peek("/../etc/x.conf", 50), Peek::Text("k = v\n".into()));
     }
 }

@@ -13,7 +13,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::bind::{Prepared, prepare};
-use crate::bindings::{ComponentPre, GuestSpec, Pre, direct, never_waits};
+use crate::bindings::{GuestSpec, Pre, never_waits};
 use crate::bound::BoundTool;
 use crate::cache::{CacheConfig, CacheStats, CompileCache};
 use crate::call::{Ahead, Op, Out, Permits};
@@ -250,21 +250,7 @@ impl ToolHost {
                 "it imports something warden does not provide ({e:#}); tools may use WASI 0.2 only"
             )
         })?;
-        let not_a_tool = |e: wasmtime::Error| {
-            format!(
-                "not a warden tool component: it does not export `warden:tool/tool@0.1.0` ({e:#}); \
-                 build it against wit/tool.wit"
-            )
-        };
-        if direct {
-            direct::ComponentPre::new(instance_pre)
-                .map(Pre::Direct)
-                .map_err(not_a_tool)
-        } else {
-            ComponentPre::new(instance_pre)
-                .map(Pre::Fiber)
-                .map_err(not_a_tool)
-        }
+        Pre::new(instance_pre, direct)
     }
 
     fn add(

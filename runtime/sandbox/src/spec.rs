@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use warden_policy::is_tool_name;
 
-use crate::bindings::GuestSpec;
+use crate::bindings::{Effect, GuestSpec};
 use crate::outcome::{ErrorKind, ToolError};
 
 /// A tool as the model and the user see it.
@@ -24,6 +24,9 @@ pub struct ToolSpec {
     pub aliases: Vec<String>,
     /// Whether a call can change state.
     pub mutates: bool,
+    /// What a call does to the paths its arguments name; `None`: not
+    /// declared (a contract 0.1.0 component, or a tool that does not say).
+    pub effects: Option<Vec<Effect>>,
 }
 
 /// A spec with its compiled argument validator.
@@ -82,6 +85,7 @@ pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec
             .map_err(|e| format!("tool `{}`: parameters is not valid JSON: {e}", s.name))?;
         crate::schema::check(&parameters, s.parameters.len())
             .and_then(|()| object_schema(&parameters))
+            .and_then(|()| crate::effects::check(s.effects.as_deref().unwrap_or(&[]), &parameters))
             .map_err(|e| format!("tool `{}`: {e}", s.name))?;
         out.push(CheckedSpec {
             spec: ToolSpec {
@@ -90,6 +94,7 @@ pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec
                 parameters,
                 aliases: s.aliases,
                 mutates: s.mutates,
+                effects: s.effects,
             },
             validator: OnceLock::new(),
         });

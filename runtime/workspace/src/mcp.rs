@@ -620,7 +620,6 @@ impl McpTools {
             ok: false,
             output,
             error_kind: Some(kind.to_string()),
-            arguments: Some(arguments.clone()),
             ..ToolResult::default()
         };
         let Value::Object(map) = arguments.clone() else {
@@ -729,7 +728,6 @@ impl McpTools {
                     error_kind: (answer.is_error == Some(true)).then(|| "failed".to_string()),
                     output: text,
                     truncated,
-                    arguments: Some(arguments.clone()),
                     ..ToolResult::default()
                 }
             }

@@ -4,9 +4,9 @@
 //! (write access, network, ...), never from what its component claims.
 
 use serde_json::Value;
-use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner};
-use warden_policy::Grants;
-use warden_sandbox::{BoundTool, CallControl, CallOutcome, Checked, GrantedDirs};
+use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner, Touched};
+use warden_policy::{Grants, Origin};
+use warden_sandbox::{BoundTool, CallControl, CallOutcome, Checked, Effects, GrantedDirs};
 
 use std::sync::Arc;
 
@@ -64,8 +64,14 @@ impl ApprovalMode {
 pub struct ApprovalRequest<'a> {
     /// The tool's canonical name.
     pub tool: &'a str,
+    /// Where the tool comes from: the effects of a tool not built in are
+    /// its claim (its grants decide what it can reach).
+    pub origin: Origin,
     /// Parsed, schema-checked arguments.
     pub arguments: &'a Value,
+    /// What the call will touch: the same value its undo snapshot and its
+    /// event line are made from.
+    pub effects: &'a Effects,
     /// What the tool is granted.
     pub grants: &'a Grants,
     /// Its granted directories, opened: a preview looks through these same
@@ -139,59 +145,60 @@ impl SandboxRunner {
     fn run(
         &self,
         tool: &BoundTool,
-        arguments: &str,
+        arguments: &Value,
         cancel: &CallCancel,
         ahead: bool,
         deliver: impl FnOnce(ToolResult),
     ) {
-        match self.prepare(tool, arguments, cancel) {
-            Err(refused) => deliver(*refused),
-            Ok((args, control)) => {
-                // A tool that says it changes things, or may write a file:
-                // a fetch or a read is no change to undo.
-                let journal = self.journal.as_ref().filter(|_| {
-                    tool.info().spec.mutates || tool.grants().dirs().any(|(_, write)| write)
-                });
-                if let Some(j) = journal {
-                    j.before(tool, args.args());
-                }
-                let done = |outcome: CallOutcome| {
-                    if let Some(j) = journal {
-                        j.after(tool, args.args(), outcome.result.is_ok());
-                    }
-                    deliver(result_of(outcome, Some(args.args().clone())));
-                };
-                if ahead {
-                    args.call_then(&control, done);
-                } else {
-                    done(args.call(&control));
-                }
+        let args = match self.prepare(tool, arguments, cancel) {
+            Err(refused) => return deliver(*refused),
+            Ok((args, control)) => (args, control),
+        };
+        let (args, control) = args;
+        let effects = args.effects();
+        // A tool that says it changes things, or may write a file: a fetch
+        // or a read is no change to undo.
+        let journal = self
+            .journal
+            .as_ref()
+            .filter(|_| tool.info().spec.mutates || tool.grants().dirs().any(|(_, write)| write));
+        if let Some(j) = journal {
+            j.before(tool, effects);
+        }
+        let done = |outcome: CallOutcome| {
+            if let Some(j) = journal {
+                j.after(tool, effects, outcome.result.is_ok());
             }
+            deliver(result_of(outcome, Some(effects)));
+        };
+        if ahead {
+            args.call_then(&control, done);
+        } else {
+            done(args.call(&control));
         }
     }
 
-    /// Everything before a call runs: its arguments parsed and checked,
-    /// approval, cancellation. The error is the call's result.
+    /// Everything before a call runs: its arguments checked, approval,
+    /// cancellation. The error is the call's result.
     fn prepare<'t>(
         &self,
         tool: &'t BoundTool,
-        arguments: &str,
+        arguments: &'t Value,
         cancel: &CallCancel,
     ) -> Result<(Checked<'t>, CallControl), Box<ToolResult>> {
-        let fail = |e: warden_sandbox::ToolError, args: Option<Value>| {
+        let args = tool.check(arguments).map_err(|e| {
             Box::new(ToolResult {
                 ok: false,
                 output: e.to_string(),
                 error_kind: Some(e.kind.label().to_string()),
-                arguments: args,
                 ..ToolResult::default()
             })
-        };
-        let args = tool.parse_args(arguments).map_err(|e| fail(e, None))?;
-        let args = tool.check(args).map_err(|(e, args)| fail(e, Some(args)))?;
+        })?;
         let request = ApprovalRequest {
             tool: &tool.info().spec.name,
-            arguments: args.args(),
+            origin: tool.info().origin,
+            arguments,
+            effects: args.effects(),
             grants: tool.grants(),
             dirs: tool.dirs(),
         };
@@ -203,7 +210,7 @@ impl SandboxRunner {
                 ok: false,
                 output: "cancelled by the user before it ran".into(),
                 error_kind: Some("cancelled".into()),
-                arguments: Some(args.into_args()),
+                touched: touched(args.effects()),
                 ..ToolResult::default()
             }));
         }
@@ -223,41 +230,21 @@ impl SandboxRunner {
         &self,
         mcp: &McpTools,
         tool: &McpTool,
-        arguments: &str,
+        arguments: &Value,
         cancel: &CallCancel,
     ) -> ToolResult {
-        let args: Value = match serde_json::from_str(arguments) {
-            Ok(v @ Value::Object(_)) => v,
-            Ok(other) => {
-                return ToolResult {
-                    ok: false,
-                    output: format!(
-                        "the arguments must be a JSON object, not {}",
-                        warden_policy::json_kind(&other)
-                    ),
-                    error_kind: Some("invalid_arguments".into()),
-                    ..ToolResult::default()
-                };
-            }
-            Err(e) => {
-                return ToolResult {
-                    ok: false,
-                    output: format!("the arguments are not valid JSON: {e}"),
-                    error_kind: Some("invalid_arguments".into()),
-                    ..ToolResult::default()
-                };
-            }
-        };
         let request = ApprovalRequest {
             tool: &tool.def.name,
-            arguments: &args,
+            origin: Origin::Workspace,
+            arguments,
+            effects: &Effects::default(),
             grants: &mcp.server(tool).grants,
             dirs: mcp.no_dirs(),
         };
         if let Some(refused) = self.refused(&request) {
             return refused;
         }
-        mcp.call(tool, args, cancel)
+        mcp.call(tool, arguments.clone(), cancel)
     }
 
     /// The result of a call the user refused, when the mode puts it to
@@ -272,14 +259,14 @@ impl SandboxRunner {
                 ok: false,
                 output,
                 error_kind: Some("refused".into()),
-                arguments: Some(request.arguments.clone()),
+                touched: touched(request.effects),
                 ..ToolResult::default()
             }),
         }
     }
 }
 
-fn result_of(outcome: CallOutcome, arguments: Option<Value>) -> ToolResult {
+fn result_of(outcome: CallOutcome, effects: Option<&Effects>) -> ToolResult {
     ToolResult {
         ok: outcome.result.is_ok(),
         error_kind: outcome
@@ -290,8 +277,24 @@ fn result_of(outcome: CallOutcome, arguments: Option<Value>) -> ToolResult {
         output: outcome.model_text(),
         duration: outcome.duration,
         truncated: outcome.truncated,
-        arguments,
+        touched: effects.and_then(touched),
     }
+}
+
+/// What a call names and does to each path, for its result; `None` when
+/// its tool does not declare it.
+fn touched(effects: &Effects) -> Option<Vec<Touched>> {
+    effects.declared.then(|| {
+        effects
+            .touches
+            .iter()
+            .map(|t| Touched {
+                path: t.shown().to_string(),
+                access: t.access.verb(),
+                refused: t.refused(),
+            })
+            .collect()
+    })
 }
 
 impl ToolRunner for SandboxRunner {
@@ -323,7 +326,7 @@ impl ToolRunner for SandboxRunner {
             .collect()
     }
 
-    fn call(&self, name: &str, arguments: &str, cancel: &CallCancel) -> ToolResult {
+    fn call(&self, name: &str, arguments: &Value, cancel: &CallCancel) -> ToolResult {
         let mut result = None;
         self.dispatch(name, arguments, cancel, false, |r| result = Some(r));
         result.expect("every call delivers its result")
@@ -332,7 +335,7 @@ impl ToolRunner for SandboxRunner {
     fn call_then(
         &self,
         name: &str,
-        arguments: &str,
+        arguments: &Value,
         cancel: &CallCancel,
         deliver: Box<dyn FnOnce(ToolResult) + Send>,
     ) {
@@ -344,7 +347,7 @@ impl SandboxRunner {
     fn dispatch(
         &self,
         name: &str,
-        arguments: &str,
+        arguments: &Value,
         cancel: &CallCancel,
         ahead: bool,
         deliver: impl FnOnce(ToolResult),

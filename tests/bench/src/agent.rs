@@ -39,7 +39,7 @@ impl ToolRunner for Fifty {
             .collect()
     }
 
-    fn call(&self, _: &str, _: &str, _: &CallCancel) -> ToolResult {
+    fn call(&self, _: &str, _: &serde_json::Value, _: &CallCancel) -> ToolResult {
         ToolResult::default()
     }
 }

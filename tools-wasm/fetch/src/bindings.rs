@@ -28,6 +28,8 @@ impl Guest for Component {
                 parameters: t.schema.into(),
                 aliases: Vec::new(),
                 mutates: false,
+                // It touches no files (the network is its grants' to allow).
+                effects: Some(Vec::new()),
             })
             .collect()
     }

@@ -1,26 +1,21 @@
-//! Path checks and lexical path logic. Nothing here touches the file system
-//! except [`preopens`]; confinement itself is wasmtime's job.
+//! The model's paths, resolved by the one resolver (`warden-paths`, which
+//! the host uses for the approval preview, undo and the event line) against
+//! the names of the directories the host preopened. Nothing here touches
+//! the file system except [`preopens`]; confinement itself is wasmtime's
+//! job.
 
 use crate::error::{ToolError, invalid};
+pub use warden_paths::{MAX_PATH, Refused, is_within, normalize};
 
-/// Longest path accepted, in bytes.
-pub const MAX_PATH: usize = 4096;
-
-/// Checks a path from the model and returns the form to hand to std.
-///
-/// The result is lexically normalised (`./docs/../a` → `a`), so wasi-libc
-/// picks the most specific granted directory for it (a read-only grant
-/// nested in a read-write one). A path that climbs above the workspace, or
-/// an absolute path under no absolute grant, is refused here with a clear
-/// message: wasi-libc would otherwise resolve an unmatched absolute path
-/// inside the `.` grant. Confinement itself stays with the runtime.
+/// Resolves a path from the model and returns the form to hand to std: one
+/// that wasi-libc opens through the very directory the resolver chose (a
+/// read-only grant nested in a read-write one, for paths under it). A path
+/// under no granted directory, or one climbing above the workspace, is
+/// refused here with a clear message.
 pub fn resolve(field: &str, path: &str) -> Result<String, ToolError> {
-    check(field, path)?;
-    let norm = normalize(path);
-    if looks_outside(&norm) {
-        return Err(ToolError::Denied(outside_message(path)));
-    }
-    Ok(norm)
+    let names = preopens();
+    let resolved = warden_paths::resolve(path, names).map_err(|e| refused(field, path, &e))?;
+    open_path(path, resolved, names, same_directory)
 }
 
 /// [`resolve`] for the `from` and `to` of a copy or move.
@@ -28,68 +23,73 @@ pub fn resolve_pair(from: &str, to: &str) -> Result<(String, String), ToolError>
     Ok((resolve("from", from)?, resolve("to", to)?))
 }
 
+/// The error for a path the resolver refused.
+fn refused(field: &str, path: &str, why: &Refused) -> ToolError {
+    match why {
+        Refused::Nul => invalid(format!("{field} contains a NUL byte")),
+        Refused::TooLong(n) => invalid(format!(
+            "{field} is {n} bytes long; the limit is {MAX_PATH}"
+        )),
+        Refused::Climbs | Refused::Outside => ToolError::Denied(outside_message(path)),
+    }
+}
+
+/// The path std opens for `r`: its shown form, when wasi-libc (whose
+/// working directory is `/`, so that it looks relative and absolute paths
+/// up alike) takes that to the same directory; else the path beneath the
+/// directory's absolute name (a relative path that spells an absolute
+/// grant without its slash).
+fn open_path(
+    path: &str,
+    r: warden_paths::Resolved,
+    names: &[String],
+    same_directory: impl Fn(usize, usize) -> bool,
+) -> Result<String, ToolError> {
+    let lands = |candidate: &str| {
+        find_preopen_in(candidate, names.iter().map(String::as_str))
+            .is_some_and(|(j, rel)| rel == r.rel && same_directory(j, r.mount))
+    };
+    if lands(&r.shown) {
+        return Ok(r.shown);
+    }
+    let absolute = (0..names.len())
+        .filter(|&k| names[k].starts_with('/') && same_directory(k, r.mount))
+        .map(|k| warden_paths::show(&normalize(&names[k]), &r.rel))
+        .find(|candidate| lands(candidate));
+    absolute.ok_or_else(|| {
+        ToolError::Failed(format!(
+            "{path} cannot be opened through the directory it names: the names of the \
+             granted directories are ambiguous to this component's C library; use an \
+             absolute path"
+        ))
+    })
+}
+
+/// Whether preopens `a` and `b` are the same directory (one grant is
+/// preopened at its absolute path and at its workspace-relative name).
+fn same_directory(a: usize, b: usize) -> bool {
+    if a == b {
+        return true;
+    }
+    #[cfg(target_os = "wasi")]
+    {
+        let dirs = directories();
+        dirs[a].0.is_same_object(&dirs[b].0)
+    }
+    #[cfg(not(target_os = "wasi"))]
+    false
+}
+
 /// Rejects paths std cannot or should not be given: NUL bytes, huge strings.
 pub fn check(field: &str, path: &str) -> Result<(), ToolError> {
-    if path.contains('\0') {
-        return Err(invalid(format!("{field} contains a NUL byte")));
+    match warden_paths::resolve(path, &["."]) {
+        Err(e @ (Refused::Nul | Refused::TooLong(_))) => Err(refused(field, path, &e)),
+        _ => Ok(()),
     }
-    if path.len() > MAX_PATH {
-        return Err(invalid(format!(
-            "{field} is {} bytes long; the limit is {MAX_PATH}",
-            path.len()
-        )));
-    }
-    Ok(())
-}
-
-/// Lexically normalises a path: drops empty and `.` components, resolves
-/// `..` against the previous component where there is one. Relative results
-/// never start with `./`; the empty relative path is `.`; `/..` is `/`.
-pub fn normalize(path: &str) -> String {
-    let absolute = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => match parts.last() {
-                Some(&last) if last != ".." => {
-                    parts.pop();
-                }
-                _ if absolute => {}
-                _ => parts.push(".."),
-            },
-            _ => parts.push(part),
-        }
-    }
-    let joined = parts.join("/");
-    match (absolute, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
-}
-
-/// True when normalised path `child` is `parent` or lies under it.
-pub fn is_within(child: &str, parent: &str) -> bool {
-    match parent {
-        "." => !child.starts_with('/') && !escapes(child),
-        "/" => child.starts_with('/'),
-        _ => {
-            child == parent
-                || child
-                    .strip_prefix(parent)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        }
-    }
-}
-
-/// True when normalised relative path `norm` climbs above its start.
-fn escapes(norm: &str) -> bool {
-    norm == ".." || norm.starts_with("../")
 }
 
 /// Names of the directories the host preopened for this call, as the guest
-/// sees them (for example `.` or `/workspace`). Empty off wasm32.
+/// sees them (for example `.` or `/workspace`); `.` alone off wasm32.
 ///
 /// Asked of the host once per instance (each call runs in a fresh one), and
 /// only when a path or a message needs them.
@@ -100,9 +100,10 @@ pub fn preopens() -> &'static [String] {
         {
             directories().iter().map(|(_, name)| name.clone()).collect()
         }
+        // Native runs (unit tests) work in the current directory.
         #[cfg(not(target_os = "wasi"))]
         {
-            Vec::new()
+            vec![".".to_string()]
         }
     })
 }
@@ -220,25 +221,10 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
 /// Whether a failure on `path` is best explained by the path lying outside
 /// every granted directory.
 pub fn looks_outside(path: &str) -> bool {
-    looks_outside_in(path, preopens)
-}
-
-/// [`looks_outside`] with the preopen names from `preopens`, which is only
-/// called for absolute paths (relative ones never need them).
-fn looks_outside_in<'a>(path: &str, preopens: impl FnOnce() -> &'a [String]) -> bool {
-    let norm = normalize(path);
-    if escapes(&norm) {
-        return true;
-    }
-    if !norm.starts_with('/') {
-        return false;
-    }
-    // An absolute path is inside only if an absolute grant contains it. With
-    // no absolute grant known, absolute paths are the likely mistake.
-    !preopens()
-        .iter()
-        .map(|p| normalize(p))
-        .any(|p| p.starts_with('/') && is_within(&norm, &p))
+    matches!(
+        warden_paths::resolve(path, preopens()),
+        Err(Refused::Climbs | Refused::Outside)
+    )
 }
 
 /// The message for a path outside every grant, naming the grants if known.
@@ -255,24 +241,13 @@ pub fn outside_message(path: &str) -> String {
 /// Refuses paths that are, or contain, the root of a granted directory:
 /// `.`, `./`, ``, `/`, `..`, a preopen name or an ancestor of one.
 pub fn refuse_grant_root(field: &str, path: &str) -> Result<(), ToolError> {
-    if is_grant_root_in(path, preopens()) {
+    if warden_paths::holds_a_grant(path, preopens()) {
         return Err(invalid(format!(
             "refusing to {field} {path:?}: it is the root of a directory granted to this \
              tool (or contains one). Name the entries inside it instead."
         )));
     }
     Ok(())
-}
-
-fn is_grant_root_in(path: &str, preopens: &[String]) -> bool {
-    let norm = normalize(path);
-    if norm == "." || norm == "/" || norm.split('/').all(|c| c == "..") {
-        return true;
-    }
-    preopens
-        .iter()
-        .map(|p| normalize(p))
-        .any(|p| is_within(&p, &norm))
 }
 
 /// Joins a walk's base path (as the model gave it) and a relative path
@@ -293,82 +268,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn normalizes() {
-        let cases = [
-            ("", "."),
-            (".", "."),
-            ("./", "."),
-            ("./.", "."),
-            ("/", "/"),
-            ("//", "/"),
-            ("/..", "/"),
-            ("a/./b/", "a/b"),
-            ("a/..", "."),
-            ("a/../..", ".."),
-            ("../a", "../a"),
-            ("./../../a/b/../c", "../../a/c"),
-            ("/work/ws/../x", "/work/x"),
-        ];
-        for (input, want) in cases {
-            assert_eq!(normalize(input), want, "{input:?}");
-        }
-    }
-
-    #[test]
-    fn within() {
-        assert!(is_within("a/b", "a"));
-        assert!(is_within("a", "a"));
-        assert!(!is_within("ab", "a"));
-        assert!(is_within("a", "."));
-        assert!(!is_within("../a", "."));
-        assert!(!is_within("/a", "."));
-        assert!(is_within("/a", "/"));
-    }
-
-    #[test]
-    fn checks() {
-        assert!(check("path", "a\0b").is_err());
-        assert!(check("path", &"a".repeat(MAX_PATH + 1)).is_err());
-        assert!(check("path", &"a".repeat(MAX_PATH)).is_ok());
-    }
-
-    #[test]
-    fn grant_roots() {
-        let pre = vec![
-            ".".to_string(),
-            "/data/ref".to_string(),
-            "cache".to_string(),
-        ];
-        for root in [
-            "",
-            ".",
-            "./",
-            "/",
-            "..",
-            "../..",
-            "a/..",
-            "/data",
-            "/data/ref/",
-            "cache",
-            "./cache/.",
-        ] {
-            assert!(is_grant_root_in(root, &pre), "{root:?}");
-        }
-        for inner in ["a", "./a/b", "/data/ref/x", "cache/x", "../a"] {
-            assert!(!is_grant_root_in(inner, &pre), "{inner:?}");
-        }
-    }
-
-    #[test]
-    fn outside() {
-        let pre = vec![".".to_string(), "/data".to_string()];
-        let pre = || pre.as_slice();
-        assert!(looks_outside_in("../x", pre));
-        assert!(looks_outside_in("/etc/passwd", pre));
-        assert!(!looks_outside_in("/data/x", pre));
-        assert!(!looks_outside_in("a/../x", pre));
-        assert!(!looks_outside_in("x", pre));
-        assert!(looks_outside_in("/data/x", || &[]));
+    fn std_gets_a_path_wasi_libc_opens_where_the_resolver_says() {
+        let names: Vec<String> = ["/w/ws", ".", "/w/ws/docs", "docs"]
+            .map(String::from)
+            .into();
+        let twins = |a: usize, b: usize| a / 2 == b / 2;
+        let open = |p: &str| {
+            let r = warden_paths::resolve(p, &names).unwrap();
+            open_path(p, r, &names, twins).unwrap()
+        };
+        assert_eq!(open("a.txt"), "a.txt");
+        assert_eq!(open("docs/../notes.txt"), "notes.txt");
+        assert_eq!(open("./docs//a"), "docs/a");
+        assert_eq!(open("/w/ws/docs/a"), "/w/ws/docs/a");
+        // wasi-libc would take this to /w/ws/a: the resolver's answer is
+        // the workspace's w/ws/a, reached through its absolute name.
+        assert_eq!(open("w/ws/a"), "/w/ws/w/ws/a");
+        // Without a twin to go through, the call is refused, not misrouted.
+        let r = warden_paths::resolve("w/ws/a", &names).unwrap();
+        assert!(open_path("w/ws/a", r, &names, |a, b| a == b).is_err());
     }
 
     #[test]

@@ -1,19 +1,9 @@
-//! Small text helpers: binary detection, line cutting, sizes, line numbers.
+//! Small text helpers: binary detection, line cutting, sizes, number lists.
 
 use std::borrow::Cow;
 
-/// How many leading bytes are checked for a NUL byte.
-pub const SNIFF_LEN: usize = 8192;
-
-/// The file's contents as text, or `None` when it looks binary: a NUL byte
-/// in the first 8 KiB, or invalid UTF-8 anywhere.
-pub fn as_text(bytes: &[u8]) -> Option<&str> {
-    let head = &bytes[..bytes.len().min(SNIFF_LEN)];
-    if head.contains(&0) {
-        return None;
-    }
-    std::str::from_utf8(bytes).ok()
-}
+// What counts as text is the edit's (and the host preview's) rule too.
+pub use warden_edit::{SNIFF_LEN, as_text};
 
 /// Cuts `line` to at most `max` characters, saying so when it does.
 pub fn cut_line(line: &str, max: usize) -> Cow<'_, str> {
@@ -45,21 +35,6 @@ pub fn human_size(bytes: u64) -> String {
     format!("{value:.1} {} ({bytes} bytes)", UNITS[unit])
 }
 
-/// 1-based line numbers of the given ascending byte offsets in `text`.
-pub fn line_numbers(text: &str, offsets: &[usize]) -> Vec<usize> {
-    let bytes = text.as_bytes();
-    let mut line = 1;
-    let mut pos = 0;
-    offsets
-        .iter()
-        .map(|&off| {
-            line += bytes[pos..off].iter().filter(|&&b| b == b'\n').count();
-            pos = off;
-            line
-        })
-        .collect()
-}
-
 /// "1, 5, 9" for up to `max` numbers, then "and N more".
 pub fn list_numbers(numbers: &[usize], max: usize) -> String {
     let shown: Vec<String> = numbers.iter().take(max).map(|n| n.to_string()).collect();
@@ -73,17 +48,6 @@ pub fn list_numbers(numbers: &[usize], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn detects_binary() {
-        assert_eq!(as_text(b"hello\n"), Some("hello\n"));
-        assert_eq!(as_text(b""), Some(""));
-        assert_eq!(as_text(b"a\0b"), None);
-        assert_eq!(as_text(&[0xff, 0xfe]), None);
-        let mut late_nul = vec![b'a'; SNIFF_LEN];
-        late_nul.push(0);
-        assert!(as_text(&late_nul).is_some()); // NUL is valid UTF-8
-    }
 
     #[test]
     fn cuts_lines() {
@@ -102,9 +66,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_lines() {
-        let text = "a\nbb\n\nccc";
-        assert_eq!(line_numbers(text, &[0, 2, 5, 6, 7]), vec![1, 2, 3, 4, 4]);
+    fn lists_numbers() {
         assert_eq!(list_numbers(&[1, 2, 3], 2), "1, 2 and 1 more");
         assert_eq!(list_numbers(&[7], 5), "7");
     }

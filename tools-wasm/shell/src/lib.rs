@@ -51,6 +51,8 @@ impl Guest for Component {
             parameters: SCHEMA.into(),
             aliases: vec!["bash".into(), "run_command".into(), "exec".into()],
             mutates: true,
+            // Not declared: a command may change anything its grants reach.
+            effects: None,
         }]
     }
 

@@ -19,6 +19,7 @@ struct Uppercase {
 impl Tool for Uppercase {
     const NAME: &str = "uppercase"; // snake_case name the model calls
     const ALIASES: &[&str] = &["upper"]; // other names it may use by mistake
+    const NO_FILES: bool = true; // it touches no files (see warden_tool::effect)
     fn run(self) -> Result<String, Error> {
         Ok(self.text.to_uppercase()) // what the model reads
     }

@@ -33,6 +33,8 @@
 
 use std::fmt;
 
+pub mod effect;
+
 pub use schemars::{self, JsonSchema};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -133,6 +135,9 @@ pub trait Tool: DeserializeOwned + JsonSchema {
     const ALIASES: &'static [&'static str] = &[];
     /// True when a call can change state (write, delete, send).
     const MUTATES: bool = false;
+    /// True when a call touches no files at all. Otherwise, a tool whose
+    /// fields declare no [`effect`] has its effects "unknown" to the user.
+    const NO_FILES: bool = false;
     /// Runs the tool; the result is the text the model reads.
     fn run(self) -> Result<String, Error>;
 }
@@ -146,17 +151,23 @@ pub struct Entry {
     pub aliases: &'static [&'static str],
     /// True when a call can change state.
     pub mutates: bool,
+    /// True when a call touches no files.
+    pub no_files: bool,
     describe: fn() -> Described,
     run: fn(&str) -> Result<String, Error>,
 }
 
-/// A tool's description and argument schema, derived from its struct.
-#[derive(Debug, Clone, PartialEq)]
+/// A tool's description, argument schema and effects, derived from its
+/// struct.
+#[derive(Debug, Clone)]
 pub struct Described {
     /// The struct's doc comment.
     pub description: String,
     /// The JSON Schema (draft 2020-12) of the argument object, as text.
     pub schema: String,
+    /// What a call does to the files its fields name ([`effect`]), in
+    /// field order.
+    pub effects: Vec<wit::Effect>,
 }
 
 impl Entry {
@@ -166,6 +177,7 @@ impl Entry {
             name: T::NAME,
             aliases: T::ALIASES,
             mutates: T::MUTATES,
+            no_files: T::NO_FILES,
             describe: describe::<T>,
             run: run::<T>,
         }
@@ -186,13 +198,17 @@ impl Entry {
         let Described {
             description,
             schema,
+            effects,
         } = self.describe();
+        // Declared, or declared as none: otherwise not known.
+        let effects = (!effects.is_empty() || self.no_files).then_some(effects);
         wit::Spec {
             name: self.name.into(),
             description,
             parameters: schema,
             aliases: self.aliases.iter().map(|a| a.to_string()).collect(),
             mutates: self.mutates,
+            effects,
         }
     }
 }
@@ -207,7 +223,9 @@ fn run<T: Tool>(args: &str) -> Result<String, Error> {
     args.run()
 }
 
-/// The description and argument schema of `T`.
+/// The description, argument schema and effects of `T`. A wrong effect
+/// declaration is the tool's bug: it panics, naming it (a unit test that
+/// calls [`Entry::describe`] finds it before the host does).
 fn describe<T: Tool>() -> Described {
     let mut schema = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
@@ -226,11 +244,42 @@ fn describe<T: Tool>() -> Described {
             description = d;
         }
     }
+    let effects = effect::take(&mut schema)
+        .and_then(|effects| check_effects(&schema, effects))
+        .unwrap_or_else(|e| panic!("tool {}: wrong effect declaration: {e}", T::NAME));
     tidy(&mut schema);
     Described {
         description,
         schema: serde_json::to_string_pretty(&schema).expect("a JSON value serializes"),
+        effects,
     }
+}
+
+/// `effects`, if every argument they name is a property of `schema`.
+fn check_effects(schema: &Value, effects: Vec<wit::Effect>) -> Result<Vec<wit::Effect>, String> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let has = |name: &str| props.is_some_and(|p| p.contains_key(name));
+    for e in &effects {
+        let named: Vec<&str> = match &e.access {
+            wit::Access::Write(wit::Content::Whole(arg)) => vec![arg],
+            wit::Access::Write(wit::Content::Replace(r)) => [&r.old, &r.new]
+                .into_iter()
+                .chain(&r.all)
+                .map(String::as_str)
+                .collect(),
+            wit::Access::Delete(flag) | wit::Access::CopyTo(flag) | wit::Access::MoveTo(flag) => {
+                flag.iter().map(String::as_str).collect()
+            }
+            _ => Vec::new(),
+        };
+        if let Some(missing) = named.into_iter().find(|n| !has(n)) {
+            return Err(format!(
+                "`{}` names argument `{missing}`, which the struct does not have",
+                e.argument
+            ));
+        }
+    }
+    Ok(effects)
 }
 
 /// Removes what a model does not need and some validators do not know:
@@ -444,5 +493,76 @@ mod tests {
             Error::Denied(_)
         ));
         assert!(matches!(Error::from(Io::other("x")), Error::Failed(m) if m == "x"));
+    }
+
+    /// Copy a file.
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct CopyNote {
+        /// From.
+        #[schemars(extend("x-warden-effect" = effect::copy_from()))]
+        from: String,
+        /// To.
+        #[schemars(extend("x-warden-effect" = effect::copy_to().flag("overwrite").follow()))]
+        to: String,
+        /// Replace what is there.
+        #[serde(default)]
+        overwrite: bool,
+    }
+
+    impl Tool for CopyNote {
+        const NAME: &str = "copy_note";
+        fn run(self) -> Result<String, Error> {
+            Ok(String::new())
+        }
+    }
+
+    #[test]
+    fn effects_come_from_the_fields_and_leave_the_schema() {
+        let d = Entry::of::<CopyNote>().describe();
+        assert!(!d.schema.contains(effect::KEYWORD), "{}", d.schema);
+        let effects: Vec<(String, String, bool)> = d
+            .effects
+            .iter()
+            .map(|e| (e.argument.clone(), format!("{:?}", e.access), e.follow))
+            .collect();
+        assert_eq!(
+            effects,
+            [
+                ("from".into(), "Access::CopyFrom".into(), false),
+                (
+                    "to".into(),
+                    "Access::CopyTo(Some(\"overwrite\"))".into(),
+                    true
+                ),
+            ]
+        );
+        // Declared: some; no declaration and not NO_FILES: unknown.
+        assert!(Entry::of::<CopyNote>().spec().effects.is_some());
+        assert!(TOOLS[0].spec().effects.is_none());
+    }
+
+    /// Write a file.
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Misnamed {
+        /// Path.
+        #[schemars(extend("x-warden-effect" = effect::write().whole("contents")))]
+        path: String,
+        /// Content.
+        content: String,
+    }
+
+    impl Tool for Misnamed {
+        const NAME: &str = "misnamed";
+        fn run(self) -> Result<String, Error> {
+            Ok(String::new())
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "`path` names argument `contents`, which the struct does not have")]
+    fn a_wrong_declaration_is_named() {
+        Entry::of::<Misnamed>().describe();
     }
 }

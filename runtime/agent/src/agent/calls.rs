@@ -2,15 +2,18 @@
 //! that don't mutate run concurrently on the blocking pool. Cancellation
 //! reaches the calls: one not started never runs, a running one is stopped.
 //! A call refused beforehand (unusable arguments, a repeat, a tool not
-//! offered) does not run and answers with its refusal.
+//! offered) does not run and answers with its refusal. Each call's
+//! arguments were parsed once ([`ParsedCall`]); that value goes to the
+//! runner, the repeat check and the events.
 
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::sanitize::{self, ParsedCall};
 use super::{Agent, AgentError, Event};
 use crate::session::{Record, now};
-use crate::{CallCancel, ToolCall, ToolResult, spawn_call};
+use crate::{CallCancel, ToolResult, spawn_call};
 
 /// A call of a batch: answered at once, or running on the blocking pool.
 enum Run {
@@ -20,60 +23,78 @@ enum Run {
 
 impl Agent {
     /// Runs calls in order; consecutive calls to tools that don't mutate run
-    /// concurrently. `refused[i]`, when set, is the error call `i` answers
-    /// with instead of running. `None` for a call that never ran because the
-    /// turn was cancelled; a call stopped while running comes back as a
-    /// `cancelled` error. A transcript that cannot be written stops the turn.
+    /// concurrently. A call that cannot run (unusable arguments, no name, a
+    /// tool not offered, a repeat) answers with why instead. `None` for a
+    /// call that never ran because the turn was cancelled; a call stopped
+    /// while running comes back as a `cancelled` error. A transcript that
+    /// cannot be written stops the turn. `cut`: the reply stopped at the
+    /// output token limit.
     pub(super) async fn run_calls(
         &mut self,
-        calls: &[ToolCall],
-        mut refused: Vec<Option<String>>,
+        calls: &[ParsedCall],
+        cut: bool,
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<Vec<Option<ToolResult>>, AgentError> {
-        refused.resize(calls.len(), None);
-        for (c, r) in calls.iter().zip(refused.iter_mut()) {
-            if r.is_none() {
-                *r = self.refusal(c);
-            }
-        }
+        // What the agent knows of each call's tool, looked up once: whether
+        // it is offered, and whether it mutates (an unknown tool counts as
+        // mutating: it runs alone, in order).
+        let known: Vec<Option<bool>> = calls
+            .iter()
+            .map(|c| {
+                let name = &c.call.function.name;
+                self.specs
+                    .iter()
+                    .find(|t| t.def.name == *name)
+                    .map(|t| t.mutates)
+            })
+            .collect();
+        let mutates: Vec<bool> = known.iter().map(|m| m.unwrap_or(true)).collect();
+        let refused: Vec<Option<String>> = calls
+            .iter()
+            .zip(&known)
+            .map(|(c, known)| {
+                sanitize::unusable(c, cut).or_else(|| self.refusal(c, known.is_some()))
+            })
+            .collect();
         let mut results: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < calls.len() && !cancel.is_cancelled() {
             let mut end = i + 1;
-            if !self.mutates(&calls[i].function.name) {
-                while end < calls.len() && !self.mutates(&calls[end].function.name) {
+            if !mutates[i] {
+                while end < calls.len() && !mutates[end] {
                     end += 1;
                 }
             }
             let batch = &calls[i..end];
             for c in batch {
                 on(Event::ToolStart {
-                    id: &c.id,
-                    name: &c.function.name,
-                    arguments: &c.function.arguments,
+                    id: &c.call.id,
+                    name: &c.call.function.name,
+                    arguments: &c.call.function.arguments,
+                    args: c.args.as_deref().ok(),
                 });
             }
             let running: Vec<_> = batch
                 .iter()
                 .zip(&refused[i..end])
-                .map(|(c, refusal)| {
-                    if let Some(text) = refusal {
-                        return Run::Refused(ToolResult {
-                            ok: false,
-                            output: text.clone(),
-                            error_kind: Some("refused".into()),
-                            ..ToolResult::default()
-                        });
+                .map(|(c, refusal)| match (refusal, &c.args) {
+                    (None, Ok(args)) => {
+                        let stop = CallCancel::default();
+                        let rx = spawn_call(
+                            self.tools.clone(),
+                            c.call.function.name.clone(),
+                            args.clone(),
+                            stop.clone(),
+                        );
+                        Run::Started(stop, rx)
                     }
-                    let stop = CallCancel::default();
-                    let rx = spawn_call(
-                        self.tools.clone(),
-                        c.function.name.clone(),
-                        c.function.arguments.clone(),
-                        stop.clone(),
-                    );
-                    Run::Started(stop, rx)
+                    (refusal, _) => Run::Refused(ToolResult {
+                        ok: false,
+                        output: refusal.clone().unwrap_or_default(),
+                        error_kind: Some("refused".into()),
+                        ..ToolResult::default()
+                    }),
                 })
                 .collect();
             let stops: Vec<CallCancel> = running
@@ -83,7 +104,7 @@ impl Agent {
                     Run::Refused(_) => None,
                 })
                 .collect();
-            for (c, run) in batch.iter().zip(running) {
+            for ((c, run), &mutating) in batch.iter().zip(running).zip(&mutates[i..end]) {
                 let r = match run {
                     Run::Refused(refusal) => refusal,
                     Run::Started(_, mut h) => {
@@ -107,22 +128,24 @@ impl Agent {
                             error_kind: Some("failed".into()),
                             ..ToolResult::default()
                         });
-                        let mutated = r.ok && self.mutates(&c.function.name);
-                        self.repeats
-                            .ran(&c.function.name, &c.function.arguments, mutated);
+                        if let Ok(args) = &c.args {
+                            self.repeats
+                                .ran(&c.call.function.name, args, r.ok && mutating);
+                        }
                         r
                     }
                 };
                 on(Event::ToolEnd {
-                    id: &c.id,
-                    name: &c.function.name,
-                    arguments: &c.function.arguments,
+                    id: &c.call.id,
+                    name: &c.call.function.name,
+                    arguments: &c.call.function.arguments,
+                    args: c.args.as_deref().ok(),
                     result: &r,
                 });
                 self.record(Record::ToolResult {
                     ts: now(),
-                    id: c.id.clone(),
-                    name: c.function.name.clone(),
+                    id: c.call.id.clone(),
+                    name: c.call.function.name.clone(),
                     ok: r.ok,
                     output: r.output.clone(),
                     duration_ms: r.duration.as_millis() as u64,
@@ -135,25 +158,19 @@ impl Agent {
         Ok(results)
     }
 
-    /// Why `call` must not run: a tool left out of the offered ones, or a
-    /// repeat of a call that already ran twice.
-    fn refusal(&mut self, call: &ToolCall) -> Option<String> {
-        let name = &call.function.name;
-        if self.settings.tools.is_some() && !self.specs.iter().any(|t| t.def.name == *name) {
+    /// Why `call` (of a tool that is `offered` or not) must not run: a tool
+    /// left out of the offered ones, or a repeat of a call that already
+    /// ran twice.
+    fn refusal(&mut self, call: &ParsedCall, offered: bool) -> Option<String> {
+        let name = &call.call.function.name;
+        if self.settings.tools.is_some() && !offered {
             let offered: Vec<&str> = self.specs.iter().map(|t| t.def.name.as_str()).collect();
             return Some(format!(
                 "error: no tool `{name}` is offered in this session; the tools are: {}",
                 offered.join(", ")
             ));
         }
-        self.repeats.refuse(name, &call.function.arguments)
-    }
-
-    fn mutates(&self, name: &str) -> bool {
-        // Unknown tools count as mutating: they run alone, in order.
-        self.specs
-            .iter()
-            .find(|t| t.def.name == name)
-            .is_none_or(|t| t.mutates)
+        let args = call.args.as_ref().ok()?;
+        self.repeats.refuse(name, args)
     }
 }

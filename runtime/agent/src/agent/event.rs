@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::client::ClientError;
 use crate::{ToolResult, Usage};
 
@@ -28,17 +30,20 @@ pub enum Event<'a> {
     SwitchedToText { reason: &'a str },
     /// Waiting for the model (for a spinner).
     Thinking,
-    /// A tool call starts.
+    /// A tool call starts. `arguments` as the history keeps them, `args`
+    /// as parsed once (`None` when unusable: the call does not run).
     ToolStart {
         id: &'a str,
         name: &'a str,
         arguments: &'a str,
+        args: Option<&'a Value>,
     },
     /// A tool call finished.
     ToolEnd {
         id: &'a str,
         name: &'a str,
         arguments: &'a str,
+        args: Option<&'a Value>,
         result: &'a ToolResult,
     },
     /// One model call answered, with its token usage when the server

@@ -18,7 +18,8 @@ use crate::client::{Client, ClientError, ClientEvent, Completion, Request};
 use crate::session::{Record, Session, now};
 use crate::settings::{Protocol, Settings};
 use crate::textproto::{self, Segment};
-use crate::{AgentTool, Message, ToolCall, ToolDef, ToolRunner, prompt};
+use crate::{AgentTool, Message, ToolDef, ToolRunner, prompt};
+use sanitize::ParsedCall;
 
 /// One conversation with the model.
 pub struct Agent {
@@ -328,38 +329,33 @@ impl Agent {
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
     ) -> Result<Option<String>, AgentError> {
-        if c.tool_calls.is_empty() && self.settings.protocol == Protocol::Auto {
-            self.take_inline_calls(&mut c);
-        }
+        let inline = if c.tool_calls.is_empty() && self.settings.protocol == Protocol::Auto {
+            self.take_inline_calls(&mut c)
+        } else {
+            Vec::new()
+        };
         let cut = c.finish_reason.as_deref() == Some("length");
         let content = (!c.content.is_empty()).then(|| c.content.clone());
-        let calls = sanitize::for_history(&c.tool_calls);
+        let calls: Vec<ParsedCall> = std::mem::take(&mut c.tool_calls)
+            .into_iter()
+            .map(sanitize::parse)
+            .chain(inline)
+            .collect();
         self.push(Message::Assistant {
             content,
-            tool_calls: calls.clone(),
+            tool_calls: calls.iter().map(|p| p.call.clone()).collect(),
         })?;
         if calls.is_empty() {
             return Ok(Some(c.content));
         }
-        let refused = c
-            .tool_calls
-            .iter()
-            .map(|raw| {
-                let args = &raw.function.arguments;
-                if raw.function.name.trim().is_empty() {
-                    return Some(sanitize::NAMELESS.to_string());
-                }
-                sanitize::problem(args).map(|p| sanitize::refusal(&p, args, cut))
-            })
-            .collect();
-        let results = self.run_calls(&calls, refused, cancel, on).await?;
+        let results = self.run_calls(&calls, cut, cancel, on).await?;
         for (call, result) in calls.iter().zip(&results) {
             let content = match result {
                 Some(r) => r.output.clone(),
                 None => "error: the call was cancelled by the user".to_string(),
             };
             self.push(Message::Tool {
-                tool_call_id: call.id.clone(),
+                tool_call_id: call.call.id.clone(),
                 content,
             })?;
         }
@@ -373,20 +369,20 @@ impl Agent {
     /// JSON, fences or `<tool_call>` tags ending it) becomes that call:
     /// small models write them so when the server's parser misses their
     /// format. A fence or tag with prose after it is an example, not a call.
-    fn take_inline_calls(&mut self, c: &mut Completion) {
+    fn take_inline_calls(&mut self, c: &mut Completion) -> Vec<ParsedCall> {
         let known = |name: &str| self.specs.iter().any(|t| t.def.name == name);
         let Some((prose, found)) = textproto::inline_calls(&c.content, &known) else {
-            return;
+            return Vec::new();
         };
-        c.tool_calls = found
+        c.content = prose;
+        found
             .into_iter()
             .map(|(name, args)| {
                 let id = format!("inline-{}", self.next_text_id);
                 self.next_text_id += 1;
-                ToolCall::new(id, name, serde_json::Value::Object(args).to_string())
+                sanitize::made(id, name, serde_json::Value::Object(args))
             })
-            .collect();
-        c.content = prose;
+            .collect()
     }
 
     /// Text protocol: calls are parsed from the reply; results go back as a
@@ -413,7 +409,7 @@ impl Agent {
                 Segment::Call(call) => {
                     let id = format!("text-{}", self.next_text_id);
                     self.next_text_id += 1;
-                    calls.push(ToolCall::new(id, call.name, call.arguments.to_string()));
+                    calls.push(sanitize::made(id, call.name, call.arguments));
                 }
                 Segment::Malformed { raw, error } => malformed.push((raw, error)),
                 Segment::Text(_) => {}
@@ -422,7 +418,7 @@ impl Agent {
         if calls.is_empty() && malformed.is_empty() {
             return Ok(Some(c.content));
         }
-        let results = self.run_calls(&calls, Vec::new(), cancel, on).await?;
+        let results = self.run_calls(&calls, false, cancel, on).await?;
         let mut body = String::new();
         if !calls.is_empty() {
             let named: Vec<(String, Result<String, String>)> = calls
@@ -434,7 +430,7 @@ impl Agent {
                         Some(r) => Err(r.output.clone()),
                         None => Err("the call was cancelled by the user".into()),
                     };
-                    (call.function.name.clone(), out)
+                    (call.call.function.name.clone(), out)
                 })
                 .collect();
             body.push_str(&textproto::results_message(&named));

@@ -1,26 +1,76 @@
-//! Tool calls the server will take back: arguments that are not a JSON
-//! object (a call cut by the output limit, a model's typo) are never sent
-//! back as written, since servers that parse them (llama.cpp) then fail
-//! every later request. The history keeps `{}` and the model gets an error
-//! naming the problem; a resumed history is repaired the same way.
+//! Tool calls as the agent holds them: each parsed once, when the model's
+//! reply is in, into the value the runner, the repeat check and the events
+//! all use; and kept in the history in a form the server will take back.
+//! Arguments that are not a JSON object (a call cut by the output limit, a
+//! model's typo) are never sent back as written, since servers that parse
+//! them (llama.cpp) then fail every later request: the history keeps `{}`
+//! and the model gets an error naming the problem; a resumed history is
+//! repaired the same way.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::{Message, ToolCall};
 
-/// Why `arguments` cannot go back to the server as they are, or `None` when
-/// they are a JSON object (or empty, which means no arguments).
-pub(super) fn problem(arguments: &str) -> Option<String> {
-    if arguments.trim().is_empty() {
-        return None;
+/// One tool call of a turn.
+#[derive(Debug)]
+pub(super) struct ParsedCall {
+    /// The call as the history keeps it: unusable arguments become `{}`,
+    /// an empty name [`UNNAMED`].
+    pub call: ToolCall,
+    /// Its arguments, parsed once (a JSON object; no arguments is `{}`),
+    /// or why they cannot be used: then the call does not run.
+    pub args: Result<Arc<Value>, String>,
+    /// The arguments as the model wrote them, when they were unusable (for
+    /// the error it reads).
+    pub raw: Option<String>,
+    /// Whether the model gave no name (the call does not run).
+    pub nameless: bool,
+}
+
+/// Parses `call`'s arguments, the only time they are parsed.
+pub(super) fn parse(mut call: ToolCall) -> ParsedCall {
+    let text = &call.function.arguments;
+    let args = if text.trim().is_empty() {
+        Ok(Value::Object(serde_json::Map::new()))
+    } else {
+        match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(other) => Err(format!(
+                "the arguments are {}, not a JSON object",
+                warden_policy::json_kind(&other)
+            )),
+            Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
+        }
+    };
+    let mut raw = None;
+    if args.is_err() {
+        raw = Some(std::mem::replace(&mut call.function.arguments, "{}".into()));
+    } else if text.trim().is_empty() {
+        call.function.arguments = "{}".into();
     }
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(Value::Object(_)) => None,
-        Ok(other) => Some(format!(
-            "the arguments are {}, not a JSON object",
-            warden_policy::json_kind(&other)
-        )),
-        Err(e) => Some(format!("the arguments are not valid JSON ({e})")),
+    let nameless = call.function.name.trim().is_empty();
+    if nameless {
+        call.function.name = UNNAMED.into();
+    }
+    ParsedCall {
+        call,
+        args: args.map(Arc::new),
+        raw,
+        nameless,
+    }
+}
+
+/// A call the agent made itself (from the text protocol or a reply's
+/// inline call), its arguments already a value: serialized for the
+/// history, not parsed again.
+pub(super) fn made(id: String, name: String, args: Value) -> ParsedCall {
+    ParsedCall {
+        call: ToolCall::new(id, name, args.to_string()),
+        args: Ok(Arc::new(args)),
+        raw: None,
+        nameless: false,
     }
 }
 
@@ -31,27 +81,19 @@ pub(super) const UNNAMED: &str = "unnamed";
 pub(super) const NAMELESS: &str =
     "error: the tool call has no name, so it was not run; call a tool by its name";
 
-/// The calls as they may be kept and sent back: empty or invalid arguments
-/// become `{}`, an empty name [`UNNAMED`].
-pub(super) fn for_history(calls: &[ToolCall]) -> Vec<ToolCall> {
-    calls
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            if c.function.arguments.trim().is_empty() || problem(&c.function.arguments).is_some() {
-                c.function.arguments = "{}".into();
-            }
-            if c.function.name.trim().is_empty() {
-                c.function.name = UNNAMED.into();
-            }
-            c
-        })
-        .collect()
+/// Why `call` cannot run as the model sent it, as the model reads it; `cut`
+/// when the answer stopped at the output token limit.
+pub(super) fn unusable(call: &ParsedCall, cut: bool) -> Option<String> {
+    if call.nameless {
+        return Some(NAMELESS.to_string());
+    }
+    let problem = call.args.as_ref().err()?;
+    Some(refusal(problem, call.raw.as_deref().unwrap_or(""), cut))
 }
 
 /// The error the model reads for a call whose arguments were unusable;
 /// `cut` when the answer stopped at the output token limit.
-pub(super) fn refusal(problem: &str, arguments: &str, cut: bool) -> String {
+fn refusal(problem: &str, arguments: &str, cut: bool) -> String {
     let excerpt = excerpt(arguments, 200);
     if cut {
         format!(
@@ -107,8 +149,9 @@ pub(super) fn repair(history: Vec<Message>) -> Vec<Message> {
                 tool_calls,
             } => {
                 let mut seen: Vec<String> = Vec::new();
-                let tool_calls: Vec<ToolCall> = for_history(&tool_calls)
+                let tool_calls: Vec<ToolCall> = tool_calls
                     .into_iter()
+                    .map(|c| parse(c).call)
                     .filter(|c| {
                         let fresh = !c.id.is_empty() && !seen.contains(&c.id);
                         seen.push(c.id.clone());
@@ -146,6 +189,10 @@ fn unanswered(id: String) -> Message {
 mod tests {
     use super::*;
 
+    fn problem(arguments: &str) -> Option<String> {
+        parse(ToolCall::new("a", "t", arguments)).args.err()
+    }
+
     #[test]
     fn only_json_objects_pass() {
         assert_eq!(problem(r#"{"path":"a"}"#), None);
@@ -160,6 +207,11 @@ mod tests {
                 .unwrap()
                 .contains("an array, not a JSON object")
         );
+        let kept = parse(ToolCall::new("a", "", "[1]"));
+        assert_eq!(kept.call.function.arguments, "{}");
+        assert_eq!(kept.raw.as_deref(), Some("[1]"));
+        assert_eq!(kept.call.function.name, UNNAMED);
+        assert!(unusable(&kept, false).unwrap().contains("has no name"));
     }
 
     #[test]

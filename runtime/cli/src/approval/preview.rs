@@ -1,17 +1,23 @@
-//! What a call will do, for the user deciding on it: compact diffs for
-//! writes and edits, sentences for delete, move, copy and mkdir, the
-//! arguments for anything else.
+//! What a call will do, for the user deciding on it, built from the call's
+//! effects ([`warden_sandbox::Effects`]: the same value its undo snapshot,
+//! its event line and its changed list are made from): compact diffs for
+//! writes and edits, sentences for delete, move, copy and create, then
+//! the arguments the effects do not cover. A call whose tool does not
+//! declare its effects shows its arguments and says so.
 //!
 //! The current content of a file is read only through the tool's own
-//! opened directories ([`GrantedDirs::peek`]): a path the tool cannot reach
-//! is not read, and is shown as one the call will be refused for. Every
-//! string from the model or a file is shown inert.
+//! opened directories ([`GrantedDirs::peek_at`]), at the place the effects
+//! resolved: a path the tool cannot reach is not read, and is shown as one
+//! the call will be refused for. Every string from the model or a file is
+//! shown inert.
 
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use warden_policy::{inert, inert_text};
-use warden_sandbox::{GrantedDirs, Peek};
+use warden_edit::EditError;
+use warden_policy::{Origin, inert};
+use warden_sandbox::{Access, Content, Effects, GrantedDirs, NewContent, Peek, Touch};
+use warden_workspace::ApprovalRequest;
 
 use crate::style::paint;
 
@@ -21,57 +27,112 @@ pub const PREVIEW_MAX: u64 = 256 * 1024;
 const MAX_LINES: usize = 40;
 /// Unchanged lines shown around each change.
 const CONTEXT: usize = 3;
+/// Lines of one argument's value shown before the rest is counted.
+const ARG_LINES: usize = 20;
 
-/// The preview of calling `tool` with `args`, one line or more, each
-/// starting with two spaces and ending with a line feed.
-pub fn preview(tool: &str, args: &Value, dirs: &GrantedDirs, fancy: bool) -> String {
-    let s = |k: &str| args.get(k).and_then(Value::as_str);
-    let flag = |k: &str| args.get(k).and_then(Value::as_bool).unwrap_or(false);
-    match (tool, s("path"), s("from"), s("to")) {
-        ("write_file", Some(path), _, _) => write(path, s("content").unwrap_or(""), dirs, fancy),
-        ("edit_file", Some(path), _, _) => edit(
-            path,
-            s("old_text").unwrap_or(""),
-            s("new_text").unwrap_or(""),
-            flag("replace_all"),
-            dirs,
-            fancy,
-        ),
-        ("delete", Some(path), _, _) => delete(path, flag("recursive"), dirs),
-        ("mkdir", Some(path), _, _) => match dirs.peek(path, 0) {
-            Peek::Outside => format!("  create directory {}: {OUTSIDE}\n", inert(path)),
-            _ => format!("  create directory {}\n", inert(path)),
-        },
-        ("move" | "copy", _, Some(from), Some(to)) => {
-            transfer(tool, from, to, flag("overwrite"), dirs)
+/// The preview of the call `request` puts to the user, one line or more,
+/// each starting with two spaces and ending with a line feed.
+pub fn preview(request: &ApprovalRequest<'_>, fancy: bool) -> String {
+    let (effects, args, dirs) = (request.effects, request.arguments, request.dirs);
+    let mut out = String::new();
+    let mut shown = vec![false; effects.touches.len()];
+    for (i, t) in effects.touches.iter().enumerate() {
+        if shown[i] {
+            continue;
         }
-        // The command line itself, each line shown inert.
-        ("shell", _, _, _) if s("command").is_some() => {
-            let mut out = String::new();
-            for line in s("command").unwrap_or("").lines() {
-                out.push_str(&format!("  $ {}\n", inert(line)));
+        shown[i] = true;
+        // A copy or move reads as one line, source → destination.
+        let pair = matches!(t.access, Access::CopyFrom | Access::MoveFrom)
+            .then(|| {
+                let to = |a: &Access| match t.access {
+                    Access::CopyFrom => matches!(a, Access::CopyTo(_)),
+                    _ => matches!(a, Access::MoveTo(_)),
+                };
+                (i + 1..effects.touches.len())
+                    .find(|&j| !shown[j] && to(&effects.touches[j].access))
+            })
+            .flatten();
+        match pair {
+            Some(j) => {
+                shown[j] = true;
+                out.push_str(&transfer(t, &effects.touches[j], args, dirs));
             }
-            if let Some(dir) = s("workdir") {
-                out.push_str(&format!("  in {}\n", inert(dir)));
-            }
-            out
+            None => out.push_str(&touch(t, args, dirs, fancy)),
         }
-        _ => format!(
-            "  {}\n",
-            inert_text(&serde_json::to_string_pretty(args).unwrap_or_default())
-                .replace('\n', "\n  ")
-        ),
     }
+    out.push_str(&other_arguments(effects, args));
+    if !effects.declared {
+        out.push_str(&unknown(request));
+    } else if request.origin != Origin::Builtin && effects.changes().next().is_some() {
+        out.push_str(&format!(
+            "  (as `{}` declares it; what it can change is what it is granted{})\n",
+            inert(request.tool),
+            writable(dirs).map(|w| format!(": {w}")).unwrap_or_default()
+        ));
+    }
+    out
 }
 
 /// Said of a path no grant of the tool reaches.
 const OUTSIDE: &str = "outside the grants, will be refused";
 
-fn write(path: &str, content: &str, dirs: &GrantedDirs, fancy: bool) -> String {
-    let p = inert(path);
+/// The line(s) for one path the call names.
+fn touch(t: &Touch, args: &Value, dirs: &GrantedDirs, fancy: bool) -> String {
+    let p = inert(t.shown());
+    let verb = match t.access {
+        Access::Write(Content::Replace(_)) => "edit",
+        Access::Create => "create directory",
+        ref a => a.verb(),
+    };
+    if let Some(why) = t.refused() {
+        return format!("  {verb} {p}: {why}, will be refused\n");
+    }
+    let Ok(at) = &t.at else {
+        unreachable!("a touch that is not refused is resolved")
+    };
+    let peek = |max| match dirs.peek_at(at.mount, &at.rel, max) {
+        // The path leads out of its grant (a symlink): the tool cannot
+        // reach it either.
+        Peek::Outside => None,
+        peek => Some(peek),
+    };
+    match &t.access {
+        Access::Write(_) => match t.content(args) {
+            NewContent::Whole(content) => match peek(PREVIEW_MAX) {
+                None => format!("  write {p}: {OUTSIDE}\n"),
+                Some(peek) => write(&p, content, peek, fancy),
+            },
+            NewContent::Replace { old, new, all } => match peek(PREVIEW_MAX) {
+                None => format!("  edit {p}: {OUTSIDE}\n"),
+                Some(peek) => edit(&p, old, new, all, peek, fancy),
+            },
+            NewContent::Unknown => match peek(0) {
+                None => format!("  write {p}: {OUTSIDE}\n"),
+                Some(Peek::Missing) => {
+                    format!("  create {p} (its content is not known before the call)\n")
+                }
+                Some(_) => format!("  write {p} (its new content is not known before the call)\n"),
+            },
+        },
+        Access::Delete(_) => match peek(PREVIEW_MAX) {
+            None => format!("  delete {p}: {OUTSIDE}\n"),
+            Some(peek) => delete(&p, t.access.flagged(args), peek),
+        },
+        Access::Create => match peek(0) {
+            None => format!("  create directory {p}: {OUTSIDE}\n"),
+            Some(Peek::Dir) => format!("  create directory {p} (it exists already)\n"),
+            Some(_) => format!("  create directory {p}\n"),
+        },
+        access => match peek(0) {
+            None => format!("  {} {p}: {OUTSIDE}\n", access.verb()),
+            Some(_) => format!("  {} {p}\n", access.verb()),
+        },
+    }
+}
+
+fn write(p: &str, content: &str, peek: Peek, fancy: bool) -> String {
     let new_lines = count_lines(content);
-    match dirs.peek(path, PREVIEW_MAX) {
-        Peek::Outside => format!("  write {p}: {OUTSIDE}\n"),
+    match peek {
         Peek::Text(old) => format!(
             "  write {p} ({})\n{}",
             changed_lines(&old, content),
@@ -90,7 +151,7 @@ fn write(path: &str, content: &str, dirs: &GrantedDirs, fancy: bool) -> String {
             lines(new_lines),
             diff("", content, fancy)
         ),
-        Peek::Unreadable => format!(
+        Peek::Unreadable | Peek::Outside => format!(
             "  write {p} (the current file cannot be read) with {}\n{}",
             lines(new_lines),
             diff("", content, fancy)
@@ -98,84 +159,172 @@ fn write(path: &str, content: &str, dirs: &GrantedDirs, fancy: bool) -> String {
     }
 }
 
-fn edit(
-    path: &str,
-    old_text: &str,
-    new_text: &str,
-    all: bool,
-    dirs: &GrantedDirs,
-    fancy: bool,
-) -> String {
-    let p = inert(path);
-    let snippet = || diff(old_text, new_text, fancy);
-    match dirs.peek(path, PREVIEW_MAX) {
-        Peek::Outside => format!("  edit {p}: {OUTSIDE}\n"),
-        Peek::Text(current) => {
-            let found = current.matches(old_text).count();
-            if found == 0 {
-                return format!(
-                    "  edit {p}: the text to replace is not in the file, the call will fail\n{}",
-                    snippet()
-                );
-            }
-            if found > 1 && !all {
-                return format!(
-                    "  edit {p}: the text to replace appears {found} times, the call will fail\n{}",
-                    snippet()
-                );
-            }
-            let edited = if all {
-                current.replace(old_text, new_text)
-            } else {
-                current.replacen(old_text, new_text, 1)
-            };
-            format!(
+/// An exact-text edit, made as the tool will make it (`warden-edit`).
+fn edit(p: &str, old: &str, new: &str, all: bool, peek: Peek, fancy: bool) -> String {
+    let snippet = || diff(old, new, fancy);
+    match peek {
+        Peek::Text(current) => match warden_edit::edit(&current, old, new, all) {
+            Ok(edited) => format!(
                 "  edit {p} ({})\n{}",
-                changed_lines(&current, &edited),
-                diff(&current, &edited, fancy)
-            )
-        }
+                changed_lines(&current, &edited.content),
+                diff(&current, &edited.content, fancy)
+            ),
+            Err(EditError::NotFound) => format!(
+                "  edit {p}: the text to replace is not in the file, the call will fail\n{}",
+                snippet()
+            ),
+            Err(EditError::Ambiguous(at)) => format!(
+                "  edit {p}: the text to replace appears {} times, the call will fail\n{}",
+                at.len(),
+                snippet()
+            ),
+            Err(EditError::EmptyOld) => {
+                format!("  edit {p}: the text to replace is empty, the call will fail\n")
+            }
+            Err(EditError::Unchanged) => {
+                format!("  edit {p}: the replacement is the same text, the call will fail\n")
+            }
+        },
         Peek::Missing => format!("  edit {p}: no such file, the call will fail\n"),
-        _ => format!("  edit {p}\n{}", snippet()),
+        Peek::Dir => format!("  edit {p}: a directory, the call will fail\n"),
+        Peek::Special => format!("  edit {p}: not a regular file, the call will fail\n"),
+        Peek::Binary(n) => format!(
+            "  edit {p}: a binary file ({}), the call will fail\n",
+            size(n)
+        ),
+        _ => format!(
+            "  edit {p} (the current file cannot be shown)\n{}",
+            snippet()
+        ),
     }
 }
 
-fn delete(path: &str, recursive: bool, dirs: &GrantedDirs) -> String {
-    let p = inert(path);
-    match dirs.peek(path, PREVIEW_MAX) {
-        Peek::Outside => format!("  delete {p}: {OUTSIDE}\n"),
+fn delete(p: &str, recursive: bool, peek: Peek) -> String {
+    match peek {
         Peek::Text(t) => format!("  delete {p} ({})\n", lines(count_lines(&t))),
         Peek::TooLarge(n) | Peek::Binary(n) => format!("  delete {p} ({})\n", size(n)),
         Peek::Dir if recursive => format!("  delete the directory {p} and everything in it\n"),
         Peek::Dir => format!("  delete the directory {p} (only if it is empty)\n"),
         Peek::Missing => format!("  delete {p} (it does not exist)\n"),
         Peek::Special => format!("  delete {p} (a pipe, socket or device)\n"),
-        Peek::Unreadable => format!("  delete {p}\n"),
+        Peek::Unreadable | Peek::Outside => format!("  delete {p}\n"),
     }
 }
 
-fn transfer(tool: &str, from: &str, to: &str, overwrite: bool, dirs: &GrantedDirs) -> String {
-    let verb = if tool == "move" { "move" } else { "copy" };
-    let line = format!("  {verb} {} → {}", inert(from), inert(to));
-    let source = dirs.peek(from, 0);
-    let target = dirs.peek(to, 0);
-    let note = if source == Peek::Outside {
-        format!(": {} is {OUTSIDE}", inert(from))
+/// A copy or move: `from` → `to`, with what stops it or what it replaces.
+fn transfer(from: &Touch, to: &Touch, args: &Value, dirs: &GrantedDirs) -> String {
+    let verb = if matches!(from.access, Access::MoveFrom) {
+        "move"
+    } else {
+        "copy"
+    };
+    let (f, t) = (inert(from.shown()), inert(to.shown()));
+    let line = format!("  {verb} {f} → {t}");
+    let look = |x: &Touch| match &x.at {
+        Ok(at) => dirs.peek_at(at.mount, &at.rel, 0),
+        Err(_) => Peek::Outside,
+    };
+    let (source, target) = (look(from), look(to));
+    let note = if let Some(why) = from.refused() {
+        format!(": {f} is {why}, will be refused")
+    } else if let Some(why) = to.refused() {
+        format!(": {t} is {why}, will be refused")
+    } else if source == Peek::Outside {
+        format!(": {f} is {OUTSIDE}")
     } else if target == Peek::Outside {
-        format!(": {} is {OUTSIDE}", inert(to))
+        format!(": {t} is {OUTSIDE}")
     } else if source == Peek::Missing {
-        format!(": {} does not exist, the call will fail", inert(from))
-    } else if target != Peek::Missing && overwrite {
-        format!(" (replacing the existing {})", inert(to))
+        format!(": {f} does not exist, the call will fail")
+    } else if target != Peek::Missing && to.access.flagged(args) {
+        format!(" (replacing the existing {t})")
     } else if target != Peek::Missing {
-        format!(
-            " ({} exists; the call will fail without overwrite)",
-            inert(to)
-        )
+        format!(" ({t} exists; the call will fail without overwrite)")
     } else {
         String::new()
     };
     format!("{line}{note}\n")
+}
+
+/// The arguments the effects do not show: each `name: value`, a value of
+/// several lines below its name, cut at [`ARG_LINES`] lines.
+fn other_arguments(effects: &Effects, args: &Value) -> String {
+    let Some(map) = args.as_object() else {
+        return String::new();
+    };
+    let covered = |name: &str| {
+        effects.touches.iter().any(|t| {
+            t.argument == name
+                || match &t.access {
+                    Access::Write(Content::Whole(c)) => c == name,
+                    Access::Write(Content::Replace(r)) => {
+                        r.old == name || r.new == name || r.all.as_deref() == Some(name)
+                    }
+                    Access::Delete(f) | Access::CopyTo(f) | Access::MoveTo(f) => {
+                        f.as_deref() == Some(name)
+                    }
+                    _ => false,
+                }
+        })
+    };
+    let mut out = String::new();
+    for (name, value) in map.iter().filter(|(n, _)| !covered(n)) {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        };
+        let name = inert(name);
+        let mut lines = text.lines();
+        if text.lines().nth(1).is_none() {
+            out.push_str(&format!(
+                "  {name}: {}\n",
+                inert(lines.next().unwrap_or(""))
+            ));
+            continue;
+        }
+        out.push_str(&format!("  {name}:\n"));
+        for line in lines.by_ref().take(ARG_LINES) {
+            out.push_str(&format!("    {}\n", inert(line)));
+        }
+        let more = lines.count();
+        if more > 0 {
+            out.push_str(&format!("    … {more} more lines\n"));
+        }
+    }
+    out
+}
+
+/// Said of a call whose tool does not declare what it touches.
+fn unknown(request: &ApprovalRequest<'_>) -> String {
+    let tool = inert(request.tool);
+    match writable(request.dirs) {
+        Some(w) => format!(
+            "  effects unknown: `{tool}` does not declare which files it changes; it may \
+             change anything in {w}, and undo cannot put that back\n"
+        ),
+        None => format!(
+            "  effects unknown: `{tool}` does not declare which files it touches (it can \
+             change none: it has no write grant)\n"
+        ),
+    }
+}
+
+/// The tool's read-write directories as the model names them, if any.
+fn writable(dirs: &GrantedDirs) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut hosts = Vec::new();
+    // A grant inside the workspace is mounted twice; its relative name,
+    // listed after its absolute one, is the one the model uses.
+    for m in dirs.mounts().filter(|m| m.write) {
+        match hosts.iter().position(|h| *h == &m.host) {
+            Some(i) if !m.guest.starts_with('/') => names[i] = inert(&m.guest).into_owned(),
+            Some(_) => {}
+            None => {
+                hosts.push(&m.host);
+                names.push(inert(&m.guest).into_owned());
+            }
+        }
+    }
+    (!names.is_empty()).then(|| names.join(", "))
 }
 
 /// Lines as the diff counts them (a lone `\r` ends one too).

@@ -7,6 +7,7 @@ fn spec(name: &str, params: &str) -> GuestSpec {
         parameters: params.into(),
         aliases: vec![],
         mutates: false,
+        effects: None,
     }
 }
 
@@ -90,4 +91,33 @@ fn a_schema_bomb_is_a_load_error() {
         e.contains("tool `bomb`") && e.contains("too complex"),
         "{e}"
     );
+}
+
+#[test]
+fn effects_must_name_arguments_the_schema_has() {
+    use crate::bindings::{Access, Content, Effect};
+    let with = |effects: Vec<Effect>| {
+        let mut s = spec("w", READ);
+        s.effects = Some(effects);
+        check_specs(vec![s])
+    };
+    let effect = |argument: &str, access: Access| Effect {
+        argument: argument.into(),
+        access,
+        follow: false,
+    };
+    assert!(with(vec![effect("path", Access::Read)]).is_ok());
+    let e = with(vec![effect("file", Access::Read)]).unwrap_err();
+    assert_eq!(
+        e,
+        "tool `w`: its effect on `file` names argument `file`, which its parameters do not have"
+    );
+    let e = with(vec![effect(
+        "path",
+        Access::Write(Content::Whole("text".into())),
+    )])
+    .unwrap_err();
+    assert!(e.contains("names argument `text`"), "{e}");
+    let e = with(vec![effect("path", Access::Delete(Some("force".into())))]).unwrap_err();
+    assert!(e.contains("names argument `force`"), "{e}");
 }

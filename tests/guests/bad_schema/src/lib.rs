@@ -14,6 +14,7 @@ impl Guest for Component {
             parameters: "{not json".into(),
             aliases: vec![],
             mutates: false,
+            effects: None,
         }]
     }
 

@@ -23,6 +23,7 @@ impl Guest for Component {
             parameters: ARGS.into(),
             aliases: vec![],
             mutates: false,
+            effects: None,
         }]
     }
 

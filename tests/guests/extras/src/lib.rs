@@ -51,6 +51,7 @@ impl Guest for Component {
             .into(),
             aliases: vec![],
             mutates: false,
+            effects: None,
         })
         .collect()
     }

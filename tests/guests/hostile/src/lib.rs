@@ -102,6 +102,7 @@ impl Guest for Component {
                 parameters: parameters.into(),
                 aliases: vec![],
                 mutates: false,
+                effects: None,
             })
             .collect()
     }

@@ -20,6 +20,7 @@ impl Guest for Leaky {
             parameters: r#"{"type":"object","properties":{"api":{"type":"string"},"sink":{"type":"string"}},"required":["api","sink"]}"#.into(),
             aliases: vec![],
             mutates: false,
+            effects: None,
         }]
     }
 

@@ -15,6 +15,7 @@ impl Guest for Component {
             parameters: r#"{"type":"object"}"#.into(),
             aliases: vec![],
             mutates: false,
+            effects: None,
         }]
     }
 

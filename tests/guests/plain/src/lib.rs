@@ -20,7 +20,11 @@ impl Guest for Component {
     fn describe() -> Vec<Spec> {
         [
             ("plain_spin", "Loops forever in wasm.", NO_ARGS),
-            ("plain_read", "Reads the file at `path` with std::fs.", PATH_ARGS),
+            (
+                "plain_read",
+                "Reads the file at `path` with std::fs.",
+                PATH_ARGS,
+            ),
             ("plain_recurse", "Recurses without end.", NO_ARGS),
             ("plain_ok", "Answers `ok`.", NO_ARGS),
         ]
@@ -31,6 +35,7 @@ impl Guest for Component {
             parameters: parameters.to_string(),
             aliases: vec![],
             mutates: false,
+            effects: None,
         })
         .collect()
     }

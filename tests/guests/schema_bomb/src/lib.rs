@@ -30,6 +30,7 @@ impl Guest for Component {
             parameters: bomb(40),
             aliases: vec![],
             mutates: false,
+            effects: None,
         }]
     }
 

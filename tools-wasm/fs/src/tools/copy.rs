@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::{Counts, create_parents, is_special, kind_name, lstat, not_regular, read_op, write_op};
 use crate::error::{ToolError, invalid, is_denied};
@@ -17,10 +17,10 @@ use crate::text::human_size;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// What to copy.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::copy_from()))]
     from: String,
     /// Full destination path.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::copy_to().flag("overwrite")))]
     to: String,
     /// Replace what exists at the destination.
     #[serde(default)]

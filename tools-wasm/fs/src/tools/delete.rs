@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::{Counts, read_op, write_op};
 use crate::error::{ToolError, invalid};
@@ -16,7 +16,7 @@ use crate::text::human_size;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// What to delete.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::delete().flag("recursive")))]
     path: String,
     /// Also delete a non-empty directory's contents.
     #[serde(default)]

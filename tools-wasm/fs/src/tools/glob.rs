@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::read_op;
 use crate::deadline::Deadline;
@@ -26,7 +26,7 @@ pub struct Args {
     pattern: String,
     /// Directory (default .).
     #[serde(default)]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::read().follow()))]
     path: Option<String>,
     /// Include files .gitignore ignores.
     #[serde(default)]

@@ -7,7 +7,7 @@ use std::path::Path;
 use globset::GlobMatcher;
 use grep_regex::RegexMatcher;
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::{not_regular, read_op};
 use crate::deadline::Deadline;
@@ -30,7 +30,7 @@ pub struct Args {
     pattern: String,
     /// File or directory (default .).
     #[serde(default)]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::read().follow()))]
     path: Option<String>,
     /// Glob on file names, e.g. *.rs.
     #[serde(default)]

@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::read_op;
 use crate::error::{ToolError, invalid};
@@ -27,7 +27,7 @@ const MAX_PER_SUBDIR: usize = 200;
 pub struct Args {
     /// Directory (default .).
     #[serde(default = "dot")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::read().follow()))]
     path: String,
     /// Levels to show (default 2).
     #[serde(default = "two")]

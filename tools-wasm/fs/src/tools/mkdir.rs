@@ -3,7 +3,7 @@
 use std::fs;
 
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::{kind_name, lstat, write_op};
 use crate::error::{ToolError, invalid};
@@ -14,7 +14,7 @@ use crate::paths;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// Directory to create.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::create()))]
     path: String,
 }
 

@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::copy::{check_pair, copy_entry, copy_tree, leads_outside, source_metadata};
 use super::delete::remove_contents;
@@ -18,10 +18,10 @@ use crate::paths::{self, is_within, normalize};
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// What to move.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::move_from()))]
     from: String,
     /// Full new path.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::move_to().flag("overwrite")))]
     to: String,
     /// Replace an existing file or empty directory.
     #[serde(default)]

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::io::{self, Read};
 
 use serde::Deserialize;
-use warden_tool::{JsonSchema, Tool};
+use warden_tool::{JsonSchema, Tool, effect};
 
 use super::{not_regular, read_op};
 use crate::error::{Access, ToolError, invalid, io_error};
@@ -27,7 +27,7 @@ const MAX_OUTPUT_BYTES: usize = 128 * 1024;
 #[serde(deny_unknown_fields)]
 pub struct Args {
     /// File path.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), extend("x-warden-effect" = effect::read().follow()))]
     path: String,
     /// First line to return (1-based).
     #[schemars(range(min = 1))]

@@ -1,9 +1,61 @@
 use std::path::Path;
 
-use serde_json::json;
-use warden_sandbox::{GrantedDirs, Mount};
+use serde_json::{Value, json};
+use warden_policy::{Grants, Origin};
+use warden_sandbox::{Access, Content, Effect, Effects, GrantedDirs, Mount, Replacement};
+use warden_workspace::ApprovalRequest;
 
-use super::preview;
+/// The effects the built-in file tools declare (their own declarations
+/// are tested through the real binary, `tests/suite/approval.rs`).
+fn declared(tool: &str) -> Option<Vec<Effect>> {
+    let e = |argument: &str, access: Access, follow: bool| Effect {
+        argument: argument.into(),
+        access,
+        follow,
+    };
+    let flag = |f: &str| Some(f.to_string());
+    Some(match tool {
+        "write_file" => vec![e(
+            "path",
+            Access::Write(Content::Whole("content".into())),
+            true,
+        )],
+        "edit_file" => vec![e(
+            "path",
+            Access::Write(Content::Replace(Replacement {
+                old: "old_text".into(),
+                new: "new_text".into(),
+                all: flag("replace_all"),
+            })),
+            true,
+        )],
+        "delete" => vec![e("path", Access::Delete(flag("recursive")), false)],
+        "mkdir" => vec![e("path", Access::Create, false)],
+        "move" => vec![
+            e("from", Access::MoveFrom, false),
+            e("to", Access::MoveTo(flag("overwrite")), false),
+        ],
+        "copy" => vec![
+            e("from", Access::CopyFrom, false),
+            e("to", Access::CopyTo(flag("overwrite")), false),
+        ],
+        _ => return None,
+    })
+}
+
+fn preview(tool: &str, args: &Value, dirs: &GrantedDirs, fancy: bool) -> String {
+    let effects = Effects::of(declared(tool).as_deref(), args, dirs);
+    let grants = Grants::default();
+    let request = ApprovalRequest {
+        tool,
+        origin: Origin::Builtin,
+        arguments: args,
+        effects: &effects,
+        grants: &grants,
+        dirs,
+    };
+    super::preview(&request, fancy)
+}
 
 fn dirs(ws: &Path) -> GrantedDirs {
     GrantedDirs::open(&[
@@ -207,4 +259,115 @@ fn model_text_in_a_preview_is_inert() {
             "{tool}: {p:?}"
         );
     }
+}
+
+/// The case of issue 40: a read-only grant nested in the read-write
+/// workspace, and a path that leaves it with `..`.
+fn nested(ws: &Path) -> GrantedDirs {
+    let docs = ws.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let m = |host: &Path, guest: String, write: bool| Mount {
+        host: host.to_path_buf(),
+        guest,
+        write,
+    };
+    GrantedDirs::open(&[
+        m(ws, ws.display().to_string(), true),
+        m(ws, ".".into(), true),
+        m(&docs, docs.display().to_string(), false),
+        m(&docs, "docs".into(), false),
+    ])
+    .unwrap()
+}
+
+#[test]
+fn a_path_is_shown_where_the_tool_will_resolve_it() {
+    let (_base, ws) = workspace();
+    let d = nested(&ws);
+    std::fs::write(ws.join("notes.txt"), "old\n").unwrap();
+    let p = preview(
+        "write_file",
+        &json!({"path":"docs/../notes.txt","content":"new\n"}),
+        &d,
+        false,
+    );
+    assert_eq!(
+        p,
+        "  write notes.txt (+1 -1 lines)\n  @@ -1 +1 @@\n- old\n+ new\n"
+    );
+    let p = preview(
+        "write_file",
+        &json!({"path":"docs/x.md","content":"x\n"}),
+        &d,
+        false,
+    );
+    assert_eq!(
+        p,
+        "  write docs/x.md: in a read-only grant, will be refused\n"
+    );
+    let p = preview(
+        "move",
+        &json!({"from":"notes.txt","to":"./docs//n.txt"}),
+        &d,
+        false,
+    );
+    assert_eq!(
+        p,
+        "  move notes.txt → docs/n.txt: docs/n.txt is in a read-only grant, will be refused\n"
+    );
+}
+
+#[test]
+fn an_edit_of_a_crlf_file_shows_the_edit_the_tool_makes() {
+    let (_base, ws) = workspace();
+    std::fs::write(ws.join("w.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    let p = preview(
+        "edit_file",
+        &json!({"path":"w.txt","old_text":"one\ntwo","new_text":"1\n2"}),
+        &dirs(&ws),
+        false,
+    );
+    // The line ends are shown inert, as `\r`.
+    assert_eq!(
+        p,
+        "  edit w.txt (+2 -2 lines)\n  @@ -1,3 +1,3 @@\n- one\\r\n- two\\r\n+ 1\\r\n+ 2\\r\n  \
+         three\\r\n",
+        "{p:?}"
+    );
+}
+
+#[test]
+fn undeclared_effects_and_a_drop_ins_claims_are_said_so() {
+    let (_base, ws) = workspace();
+    let d = dirs(&ws);
+    let args = json!({"command":"make\ntest"});
+    let effects = Effects::default();
+    let grants = Grants::default();
+    let request = ApprovalRequest {
+        tool: "shell",
+        origin: Origin::Builtin,
+        arguments: &args,
+        effects: &effects,
+        grants: &grants,
+        dirs: &d,
+    };
+    assert_eq!(
+        super::preview(&request, false),
+        "  command:\n    make\n    test\n  effects unknown: `shell` does not declare which files \
+         it changes; it may change anything in ., and undo cannot put that back\n"
+    );
+    let args = json!({"path":"n.txt","content":"hi\n"});
+    let effects = Effects::of(declared("write_file").as_deref(), &args, &d);
+    let request = ApprovalRequest {
+        tool: "save_note",
+        origin: Origin::Workspace,
+        effects: &effects,
+        arguments: &args,
+        ..request
+    };
+    assert_eq!(
+        super::preview(&request, false),
+        "  create n.txt (1 line)\n  @@ -0,0 +1 @@\n+ hi\n  (as `save_note` declares it; what \
+         it can change is what it is granted: .)\n"
+    );
 }
