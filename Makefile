@@ -53,6 +53,8 @@ examples: wasm-target
 	@mkdir -p $(EXAMPLES)
 	cargo build $(WASM) --manifest-path examples/tools/rust/Cargo.toml
 	cp $(CARGO_TARGET_DIR)/wasm32-wasip2/release/word_count.wasm $(EXAMPLES)/word_count_rust.wasm
+	cargo build $(WASM) --manifest-path examples/tools/rust-note/Cargo.toml
+	cp $(CARGO_TARGET_DIR)/wasm32-wasip2/release/save_note.wasm $(EXAMPLES)/save_note.wasm
 	@if command -v componentize-py >/dev/null; then \
 		cd examples/tools/python && componentize-py -d wit -w warden:tool/component componentize app \
 			-o $(EXAMPLES)/word_count_python.wasm; \

@@ -186,6 +186,63 @@ fn a_rust_tool_from_the_scaffold() {
     );
 }
 
+/// The SDK example that writes a file (`examples/tools/rust-note`)
+/// declares its effect on a field: dropped in, its call is previewed as a
+/// diff, and `warden undo` puts the file back.
+#[test]
+fn a_rust_sdk_tool_that_declares_its_write_gets_a_diff_and_an_undo() {
+    use warden_mock_llm::{MockLlm, answer, calls};
+    let target = authoring_dir().join("rust-target");
+    build(
+        Command::new("cargo")
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "--target",
+                "wasm32-wasip2",
+            ])
+            .current_dir(repo().join("examples/tools/rust-note"))
+            .env("CARGO_TARGET_DIR", &target),
+    );
+    let sb = Sandbox::new();
+    sb.drop_in(
+        target
+            .join("wasm32-wasip2/release/save_note.wasm")
+            .to_str()
+            .unwrap(),
+        "save_note.wasm",
+    );
+    sb.policy("[tools.save_note]\nwrite = [\".\"]\n");
+    sb.trust();
+    let args = serde_json::json!({"path": "hello.txt", "text": "hello\nnotes\n"}).to_string();
+    let mock = MockLlm::start(vec![calls(&[("n", "save_note", &args)]), answer("Saved.")]);
+    let r = sb.run_in_terminal(&mock.base_url(), "save a note", "y\n");
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let screen = &r.stdout;
+    assert!(screen.contains("write hello.txt (+1 -1 lines)"), "{screen}");
+    assert!(
+        screen.contains("- world") && screen.contains("+ notes"),
+        "{screen}"
+    );
+    assert!(
+        screen
+            .contains("(as `save_note` declares it; what it can change is what it is granted: .)"),
+        "{screen}"
+    );
+    assert!(screen.contains("changed: hello.txt"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nnotes\n"
+    );
+    let undo = run(sb.warden().arg("undo"));
+    assert_eq!(undo.code, 0, "{}", undo.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+}
+
 #[test]
 fn a_python_tool_from_the_scaffold() {
     let found = Command::new("componentize-py")

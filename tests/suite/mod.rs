@@ -7,6 +7,8 @@ mod cli;
 mod confine;
 mod dropin;
 mod edges;
+mod effects;
+mod effects_props;
 mod escapes;
 mod exec;
 mod extras;

@@ -371,9 +371,25 @@ impl Session {
     /// `write_all` on an `O_APPEND` file, so a crash leaves at most that
     /// line torn, which reading tolerates.
     pub fn append(&mut self, record: &Record) -> io::Result<()> {
-        let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
-        line.push('\n');
-        self.append_line(line.as_bytes(), |file, line| file.write_all(line))
+        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.append_line(&line, |file, line| file.write_all(line))
+    }
+
+    /// Appends a [`Record::Message`] of `message`, written from the borrowed
+    /// message (a long tool call is not copied to be recorded).
+    pub fn append_message(&mut self, ts: &str, message: &Message) -> io::Result<()> {
+        /// [`Record::Message`], borrowed: the same line.
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename = "message")]
+        struct MessageRecord<'a> {
+            ts: &'a str,
+            message: &'a Message,
+        }
+        let mut line =
+            serde_json::to_vec(&MessageRecord { ts, message }).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.append_line(&line, |file, line| file.write_all(line))
     }
 
     /// Appends `line` with `write`. When that fails partway (a full disk),

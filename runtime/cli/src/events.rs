@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use warden_agent::{Event, Usage};
 use warden_policy::{inert, inert_text};
 
@@ -200,21 +200,18 @@ impl Renderer {
                     );
                 }
             }
-            Event::ToolStart {
-                id,
-                name,
-                arguments,
-                ..
-            } => {
+            Event::ToolStart { id, name, args } => {
                 self.stop_spinner();
                 if self.json {
+                    // As text, as the model sent it (written from the one
+                    // parse: only here, for the JSON events).
+                    let arguments = args.map_or_else(str::to_string, Value::to_string);
                     self.emit(json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}));
                 }
             }
             Event::ToolEnd {
                 id,
                 name,
-                arguments,
                 args,
                 result,
             } => {
@@ -232,7 +229,7 @@ impl Renderer {
                     return;
                 }
                 self.line_break();
-                let key = key_argument(result, args, arguments);
+                let key = key_argument(result, args);
                 let name = inert(name);
                 let ms = result.duration.as_millis();
                 let line = if result.ok {
@@ -269,11 +266,7 @@ impl Renderer {
 /// resolved them (the same value its approval and undo used); else a path,
 /// pattern or the first string of its arguments (parsed once, by the
 /// agent); else the arguments as sent.
-fn key_argument(
-    result: &warden_agent::ToolResult,
-    args: Option<&serde_json::Value>,
-    arguments: &str,
-) -> String {
+fn key_argument(result: &warden_agent::ToolResult, args: Result<&Value, &str>) -> String {
     match result.touched.as_deref() {
         Some([from, to]) if from.access.ends_with("from") && to.access.ends_with("to") => {
             return format!("{} → {}", cut(&from.path, 40), cut(&to.path, 40));
@@ -287,8 +280,10 @@ fn key_argument(
         }
         _ => {}
     }
-    let Some(serde_json::Value::Object(map)) = args else {
-        return cut(arguments, 60);
+    let map = match args {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => return cut(&other.to_string(), 60),
+        Err(raw) => return cut(raw, 60),
     };
     let pick = ["path", "pattern", "from", "url", "command", "text"]
         .iter()

@@ -30,6 +30,8 @@ pub enum Peek {
     /// A regular file that is not text (not UTF-8, or a NUL byte near its
     /// start), with its size in bytes.
     Binary(u64),
+    /// A file is in the way: a component of the path is not a directory.
+    Blocked,
     /// It cannot be examined (permissions, a broken path).
     Unreadable,
 }
@@ -184,6 +186,7 @@ mod dir {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Peek::Missing,
             Err(Errno::XDEV) => return Peek::Outside,
+            Err(Errno::NOTDIR) => return Peek::Blocked,
             Err(_) => return Peek::Unreadable,
         };
         let Ok(stat) = rustix::fs::fstat(&fd) else {

@@ -305,6 +305,23 @@ fn main() {
         );
         return;
     }
+    if argv.iter().any(|a| a == "--big-call") {
+        let (own, parse) = agent::big_step(15);
+        println!(
+            "1 MiB call, agent: {} ({:.2}x one parse, {})",
+            us(own),
+            ratio(own, parse),
+            us(parse)
+        );
+        let (own, parse) = agent::big_call(15);
+        println!(
+            "1 MiB call, with HTTP: {} ({:.2}x one parse, {})",
+            us(own),
+            ratio(own, parse),
+            us(parse)
+        );
+        return;
+    }
     if argv.iter().any(|a| a == "--profile-agent") {
         for _ in 0..calls.div_ceil(50) {
             agent::overhead(50);
@@ -435,6 +452,23 @@ fn main() {
         ratio(turn, plain),
         us(own),
         verdict(own <= Duration::from_millis(1))
+    );
+
+    let (step, one_parse) = agent::big_step(15);
+    println!(
+        "  a call with 1 MiB of arguments {:>8}   ({:.2}x one serde_json parse of them, {}; \
+         the agent's own handling, transcript included; target <= 3: {})",
+        us(step),
+        ratio(step, one_parse),
+        us(one_parse),
+        verdict(ratio(step, one_parse) <= 3.0)
+    );
+    let (wire, one_parse) = agent::big_call(15);
+    println!(
+        "    with the HTTP client     {:>12}   ({:.2}x one parse: the reply read and the call \
+         written back in the next request too)",
+        us(wire),
+        ratio(wire, one_parse),
     );
 
     println!();

@@ -42,7 +42,7 @@ impl Agent {
         let known: Vec<Option<bool>> = calls
             .iter()
             .map(|c| {
-                let name = &c.call.function.name;
+                let name = &c.name;
                 self.specs
                     .iter()
                     .find(|t| t.def.name == *name)
@@ -69,10 +69,12 @@ impl Agent {
             let batch = &calls[i..end];
             for c in batch {
                 on(Event::ToolStart {
-                    id: &c.call.id,
-                    name: &c.call.function.name,
-                    arguments: &c.call.function.arguments,
-                    args: c.args.as_deref().ok(),
+                    id: &c.id,
+                    name: &c.name,
+                    args: c
+                        .args
+                        .as_deref()
+                        .map_err(|_| c.raw.as_deref().unwrap_or("")),
                 });
             }
             let running: Vec<_> = batch
@@ -83,7 +85,7 @@ impl Agent {
                         let stop = CallCancel::default();
                         let rx = spawn_call(
                             self.tools.clone(),
-                            c.call.function.name.clone(),
+                            c.name.clone(),
                             args.clone(),
                             stop.clone(),
                         );
@@ -129,23 +131,24 @@ impl Agent {
                             ..ToolResult::default()
                         });
                         if let Ok(args) = &c.args {
-                            self.repeats
-                                .ran(&c.call.function.name, args, r.ok && mutating);
+                            self.repeats.ran(&c.name, args, r.ok && mutating);
                         }
                         r
                     }
                 };
                 on(Event::ToolEnd {
-                    id: &c.call.id,
-                    name: &c.call.function.name,
-                    arguments: &c.call.function.arguments,
-                    args: c.args.as_deref().ok(),
+                    id: &c.id,
+                    name: &c.name,
+                    args: c
+                        .args
+                        .as_deref()
+                        .map_err(|_| c.raw.as_deref().unwrap_or("")),
                     result: &r,
                 });
                 self.record(Record::ToolResult {
                     ts: now(),
-                    id: c.call.id.clone(),
-                    name: c.call.function.name.clone(),
+                    id: c.id.clone(),
+                    name: c.name.clone(),
                     ok: r.ok,
                     output: r.output.clone(),
                     duration_ms: r.duration.as_millis() as u64,
@@ -162,7 +165,7 @@ impl Agent {
     /// left out of the offered ones, or a repeat of a call that already
     /// ran twice.
     fn refusal(&mut self, call: &ParsedCall, offered: bool) -> Option<String> {
-        let name = &call.call.function.name;
+        let name = &call.name;
         if self.settings.tools.is_some() && !offered {
             let offered: Vec<&str> = self.specs.iter().map(|t| t.def.name.as_str()).collect();
             return Some(format!(

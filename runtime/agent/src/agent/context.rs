@@ -25,7 +25,60 @@ const SHORT_OUTPUT: usize = 600;
 
 /// The estimated tokens of a message (its JSON, plus a few for framing).
 pub(super) fn message_tokens(m: &Message) -> u64 {
-    json_len(m).div_ceil(BYTES_PER_TOKEN) + 4
+    message_len(m).div_ceil(BYTES_PER_TOKEN) + 4
+}
+
+/// The length of `m` as compact JSON, worked out without writing it: the
+/// estimate runs before every request over the whole conversation, and a
+/// long tool call or output is counted in one vectorized pass over its
+/// bytes instead of being escaped each time.
+fn message_len(m: &Message) -> u64 {
+    match m {
+        Message::System { content } => 28 + str_len(content),
+        Message::User { content } => 26 + str_len(content),
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => 42 + str_len(tool_call_id) + str_len(content),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let content = content.as_ref().map_or(0, |c| 11 + str_len(c));
+            let calls = match tool_calls.len() {
+                0 => 0,
+                n => 16 + (n as u64 - 1) + tool_calls.iter().map(call_len).sum::<u64>(),
+            };
+            20 + content + calls
+        }
+    }
+}
+
+/// The length of one tool call as compact JSON.
+fn call_len(c: &crate::ToolCall) -> u64 {
+    49 + str_len(&c.id)
+        + str_len(&c.kind)
+        + str_len(&c.function.name)
+        + str_len(&c.function.arguments)
+}
+
+/// The length of `s` as a JSON string, quotes included, escaped as
+/// serde_json escapes it.
+fn str_len(s: &str) -> u64 {
+    let b = s.as_bytes();
+    // Counted in blocks of 255 into bytes, which vectorizes: the escapes
+    // of two bytes, then (only when there are control characters) those
+    // without a short form, which take six.
+    let count = |hit: fn(u8) -> bool| -> u64 {
+        b.chunks(255)
+            .map(|block| block.iter().fold(0u8, |n, &c| n + hit(c) as u8) as u64)
+            .sum()
+    };
+    let mut extra = count(|c| c < 0x20 || c == b'"' || c == b'\\');
+    if count(|c| c < 0x20) > 0 {
+        extra += 4 * count(|c| c < 0x20 && !matches!(c, b'\n' | b'\r' | b'\t' | 0x08 | 0x0c));
+    }
+    s.len() as u64 + 2 + extra
 }
 
 /// The estimated prompt tokens of a request.
@@ -443,6 +496,37 @@ mod tests {
         // Counted as written: the same length as the JSON text.
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(message_tokens(&m), (text.len() as u64).div_ceil(3) + 4);
+        let odd = "q\"b\\n\nr\rt\tf\u{8}\u{c}\u{1}\u{1f}é✓";
+        for m in [
+            Message::System {
+                content: odd.into(),
+            },
+            Message::User {
+                content: odd.into(),
+            },
+            Message::Tool {
+                tool_call_id: odd.into(),
+                content: odd.into(),
+            },
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![],
+            },
+            Message::Assistant {
+                content: Some(odd.into()),
+                tool_calls: vec![
+                    crate::ToolCall::new(odd, odd, odd),
+                    crate::ToolCall::new("b", "n", "{}"),
+                ],
+            },
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![crate::ToolCall::new("b", "n", odd)],
+            },
+        ] {
+            let text = serde_json::to_string(&m).unwrap();
+            assert_eq!(message_len(&m), text.len() as u64, "{text}");
+        }
         let t = ToolDef {
             name: "n".into(),
             description: "d".into(),

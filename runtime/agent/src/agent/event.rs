@@ -30,20 +30,18 @@ pub enum Event<'a> {
     SwitchedToText { reason: &'a str },
     /// Waiting for the model (for a spinner).
     Thinking,
-    /// A tool call starts. `arguments` as the history keeps them, `args`
-    /// as parsed once (`None` when unusable: the call does not run).
+    /// A tool call starts: its arguments as parsed once, or as the model
+    /// wrote them when they are unusable (the call does not run).
     ToolStart {
         id: &'a str,
         name: &'a str,
-        arguments: &'a str,
-        args: Option<&'a Value>,
+        args: Result<&'a Value, &'a str>,
     },
     /// A tool call finished.
     ToolEnd {
         id: &'a str,
         name: &'a str,
-        arguments: &'a str,
-        args: Option<&'a Value>,
+        args: Result<&'a Value, &'a str>,
         result: &'a ToolResult,
     },
     /// One model call answered, with its token usage when the server

@@ -18,7 +18,7 @@ use crate::client::{Client, ClientError, ClientEvent, Completion, Request};
 use crate::session::{Record, Session, now};
 use crate::settings::{Protocol, Settings};
 use crate::textproto::{self, Segment};
-use crate::{AgentTool, Message, ToolDef, ToolRunner, prompt};
+use crate::{AgentTool, Message, ToolCall, ToolDef, ToolRunner, prompt};
 use sanitize::ParsedCall;
 
 /// One conversation with the model.
@@ -151,11 +151,8 @@ impl Agent {
     }
 
     fn push(&mut self, message: Message) -> Result<(), AgentError> {
-        if self.session.is_some() {
-            self.record(Record::Message {
-                ts: now(),
-                message: message.clone(),
-            })?;
+        if let Some(s) = &mut self.session {
+            s.append_message(&now(), &message)?;
         }
         self.history.push(message);
         Ok(())
@@ -320,6 +317,18 @@ impl Agent {
         }
     }
 
+    /// Runs the tool calls of one model reply as a turn does, without asking
+    /// the model: what `make bench` times as the agent's own cost per call.
+    #[doc(hidden)]
+    pub async fn run_reply(
+        &mut self,
+        reply: Completion,
+        cancel: &CancellationToken,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
+    ) -> Result<Option<String>, AgentError> {
+        self.native_step(reply, cancel, on).await
+    }
+
     /// Native tool calls: returns the final answer when there are none.
     /// Calls are kept in the history with arguments a server accepts; those
     /// whose arguments were unusable do not run and tell the model why.
@@ -336,14 +345,14 @@ impl Agent {
         };
         let cut = c.finish_reason.as_deref() == Some("length");
         let content = (!c.content.is_empty()).then(|| c.content.clone());
-        let calls: Vec<ParsedCall> = std::mem::take(&mut c.tool_calls)
+        let (tool_calls, calls): (Vec<_>, Vec<ParsedCall>) = std::mem::take(&mut c.tool_calls)
             .into_iter()
             .map(sanitize::parse)
             .chain(inline)
-            .collect();
+            .unzip();
         self.push(Message::Assistant {
             content,
-            tool_calls: calls.iter().map(|p| p.call.clone()).collect(),
+            tool_calls,
         })?;
         if calls.is_empty() {
             return Ok(Some(c.content));
@@ -355,7 +364,7 @@ impl Agent {
                 None => "error: the call was cancelled by the user".to_string(),
             };
             self.push(Message::Tool {
-                tool_call_id: call.call.id.clone(),
+                tool_call_id: call.id.clone(),
                 content,
             })?;
         }
@@ -369,7 +378,7 @@ impl Agent {
     /// JSON, fences or `<tool_call>` tags ending it) becomes that call:
     /// small models write them so when the server's parser misses their
     /// format. A fence or tag with prose after it is an example, not a call.
-    fn take_inline_calls(&mut self, c: &mut Completion) -> Vec<ParsedCall> {
+    fn take_inline_calls(&mut self, c: &mut Completion) -> Vec<(ToolCall, ParsedCall)> {
         let known = |name: &str| self.specs.iter().any(|t| t.def.name == name);
         let Some((prose, found)) = textproto::inline_calls(&c.content, &known) else {
             return Vec::new();
@@ -380,7 +389,11 @@ impl Agent {
             .map(|(name, args)| {
                 let id = format!("inline-{}", self.next_text_id);
                 self.next_text_id += 1;
-                sanitize::made(id, name, serde_json::Value::Object(args))
+                let args = serde_json::Value::Object(args);
+                // The history keeps it as a native call: its text, written
+                // from the value.
+                let call = ToolCall::new(id.clone(), name.clone(), args.to_string());
+                (call, sanitize::made(id, name, args))
             })
             .collect()
     }
@@ -430,7 +443,7 @@ impl Agent {
                         Some(r) => Err(r.output.clone()),
                         None => Err("the call was cancelled by the user".into()),
                     };
-                    (call.call.function.name.clone(), out)
+                    (call.name.clone(), out)
                 })
                 .collect();
             body.push_str(&textproto::results_message(&named));

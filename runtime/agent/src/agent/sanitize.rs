@@ -13,24 +13,28 @@ use serde_json::Value;
 
 use crate::{Message, ToolCall};
 
-/// One tool call of a turn.
+/// One tool call of a turn. The call itself, as the history keeps it,
+/// goes to the history (moved, not copied: its arguments may be long).
 #[derive(Debug)]
 pub(super) struct ParsedCall {
-    /// The call as the history keeps it: unusable arguments become `{}`,
-    /// an empty name [`UNNAMED`].
-    pub call: ToolCall,
+    /// The call's id.
+    pub id: String,
+    /// The tool's name ([`UNNAMED`] when the model gave none).
+    pub name: String,
     /// Its arguments, parsed once (a JSON object; no arguments is `{}`),
     /// or why they cannot be used: then the call does not run.
     pub args: Result<Arc<Value>, String>,
     /// The arguments as the model wrote them, when they were unusable (for
-    /// the error it reads).
+    /// the error it reads and the events).
     pub raw: Option<String>,
     /// Whether the model gave no name (the call does not run).
     pub nameless: bool,
 }
 
-/// Parses `call`'s arguments, the only time they are parsed.
-pub(super) fn parse(mut call: ToolCall) -> ParsedCall {
+/// Parses `call`'s arguments, the only time they are parsed. Returns the
+/// call as the history keeps it (unusable arguments become `{}`, an empty
+/// name [`UNNAMED`]) and what the agent runs it from.
+pub(super) fn parse(mut call: ToolCall) -> (ToolCall, ParsedCall) {
     let text = &call.function.arguments;
     let args = if text.trim().is_empty() {
         Ok(Value::Object(serde_json::Map::new()))
@@ -54,20 +58,22 @@ pub(super) fn parse(mut call: ToolCall) -> ParsedCall {
     if nameless {
         call.function.name = UNNAMED.into();
     }
-    ParsedCall {
-        call,
+    let parsed = ParsedCall {
+        id: call.id.clone(),
+        name: call.function.name.clone(),
         args: args.map(Arc::new),
         raw,
         nameless,
-    }
+    };
+    (call, parsed)
 }
 
-/// A call the agent made itself (from the text protocol or a reply's
-/// inline call), its arguments already a value: serialized for the
-/// history, not parsed again.
+/// A call the agent found itself (in the text protocol, or in a reply's
+/// text), its arguments already a value: never parsed again.
 pub(super) fn made(id: String, name: String, args: Value) -> ParsedCall {
     ParsedCall {
-        call: ToolCall::new(id, name, args.to_string()),
+        id,
+        name,
         args: Ok(Arc::new(args)),
         raw: None,
         nameless: false,
@@ -151,7 +157,7 @@ pub(super) fn repair(history: Vec<Message>) -> Vec<Message> {
                 let mut seen: Vec<String> = Vec::new();
                 let tool_calls: Vec<ToolCall> = tool_calls
                     .into_iter()
-                    .map(|c| parse(c).call)
+                    .map(|c| parse(c).0)
                     .filter(|c| {
                         let fresh = !c.id.is_empty() && !seen.contains(&c.id);
                         seen.push(c.id.clone());
@@ -190,7 +196,7 @@ mod tests {
     use super::*;
 
     fn problem(arguments: &str) -> Option<String> {
-        parse(ToolCall::new("a", "t", arguments)).args.err()
+        parse(ToolCall::new("a", "t", arguments)).1.args.err()
     }
 
     #[test]
@@ -207,10 +213,10 @@ mod tests {
                 .unwrap()
                 .contains("an array, not a JSON object")
         );
-        let kept = parse(ToolCall::new("a", "", "[1]"));
-        assert_eq!(kept.call.function.arguments, "{}");
+        let (call, kept) = parse(ToolCall::new("a", "", "[1]"));
+        assert_eq!(call.function.arguments, "{}");
         assert_eq!(kept.raw.as_deref(), Some("[1]"));
-        assert_eq!(kept.call.function.name, UNNAMED);
+        assert_eq!(call.function.name, UNNAMED);
         assert!(unusable(&kept, false).unwrap().contains("has no name"));
     }
 

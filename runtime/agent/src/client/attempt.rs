@@ -14,7 +14,7 @@ use super::{Client, ClientError, ClientEvent, Completion};
 /// starts, every wait ends at `deadline` too.
 pub(crate) async fn run(
     client: &Client,
-    body: &[u8],
+    body: &bytes::Bytes,
     tools_sent: bool,
     deadline: Instant,
     on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
@@ -33,7 +33,7 @@ pub(crate) async fn run(
                 "application/json"
             },
         )
-        .body(body.to_vec());
+        .body(body.clone());
     if let Some(key) = &cfg.api_key {
         builder = builder.bearer_auth(key);
     }
@@ -60,8 +60,12 @@ pub(crate) async fn run(
     if cfg.stream && is_sse {
         return super::sse::read(client, resp, tools_sent, deadline, on_event).await;
     }
-    let text = read_body(client, resp, deadline).await?;
-    let value: Value = serde_json::from_str(&text).map_err(|_| {
+    let bytes = read_body(client, resp, deadline).await?;
+    // Read as bytes and parsed once: a long answer (a call with a large
+    // argument) is not decoded to text first. Its text is for errors only.
+    let text = || String::from_utf8_lossy(&bytes);
+    let mut value: Value = serde_json::from_slice(&bytes).map_err(|_| {
+        let text = text();
         let found = match kind.as_deref() {
             Some(k) if k.contains("html") || text.trim_start().starts_with('<') => {
                 "an HTML page".to_string()
@@ -84,11 +88,11 @@ pub(crate) async fn run(
     if value.get("error").is_some_and(|e| !e.is_null()) {
         let reason = format!(
             "error in response: {}",
-            excerpt(&text, cfg.api_key.as_deref())
+            excerpt(&text(), cfg.api_key.as_deref())
         );
         return Err(Failure::fatal(malformed(endpoint, reason)));
     }
-    let completion = super::reply::parse_completion(&value)
+    let completion = super::reply::parse_completion(&mut value)
         .map_err(|reason| Failure::fatal(malformed(endpoint, reason)))?;
     // Whole answers (asked for, or from a server that ignored `stream:
     // true`) are reported too, so that callers need one way to show text.
@@ -104,9 +108,9 @@ async fn read_body(
     client: &Client,
     resp: reqwest::Response,
     deadline: Instant,
-) -> Result<String, Failure> {
-    match within(client.cfg.idle_timeout, deadline, resp.text()).await {
-        Ok(Ok(text)) => Ok(text),
+) -> Result<bytes::Bytes, Failure> {
+    match within(client.cfg.idle_timeout, deadline, resp.bytes()).await {
+        Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(e)) => Err(Failure::transient(ClientError::Stream {
             endpoint: client.endpoint.clone(),
             reason: format!("response body cut: {}", describe(&e)),

@@ -11,8 +11,24 @@ use super::Completion;
 use crate::{ToolCall, Usage};
 
 /// Parses a `chat.completion` object: `choices[0].message.{content,
-/// tool_calls}`, `choices[0].finish_reason` and `usage`.
-pub(crate) fn parse_completion(v: &Value) -> Result<Completion, String> {
+/// tool_calls}`, `choices[0].finish_reason` and `usage`. The calls'
+/// arguments are taken out of `v`, not copied.
+pub(crate) fn parse_completion(v: &mut Value) -> Result<Completion, String> {
+    let taken: Vec<String> = v
+        .pointer_mut("/choices/0/message/tool_calls")
+        .and_then(Value::as_array_mut)
+        .map(|calls| {
+            calls
+                .iter_mut()
+                .map(|c| match c.pointer_mut("/function/arguments") {
+                    Some(Value::String(s)) => std::mem::take(s),
+                    other => arguments(other.map(|v| &*v)),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut taken = taken.into_iter();
+    let v = &*v;
     let Some(choice) = v
         .get("choices")
         .and_then(Value::as_array)
@@ -40,7 +56,7 @@ pub(crate) fn parse_completion(v: &Value) -> Result<Completion, String> {
                     ToolCall::new(
                         string(c.get("id")),
                         string(f.get("name")),
-                        arguments(f.get("arguments")),
+                        taken.next().unwrap_or_default(),
                     )
                 })
                 .collect()

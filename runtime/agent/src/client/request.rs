@@ -83,10 +83,12 @@ impl Client {
         req: Request<'_>,
         on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
     ) -> Result<Completion, ClientError> {
-        let body = request_body(&self.cfg, &req).map_err(|e| ClientError::Malformed {
-            endpoint: self.endpoint.clone(),
-            reason: format!("cannot encode the request: {e}"),
-        })?;
+        let body = request_body(&self.cfg, &req)
+            .map(bytes::Bytes::from)
+            .map_err(|e| ClientError::Malformed {
+                endpoint: self.endpoint.clone(),
+                reason: format!("cannot encode the request: {e}"),
+            })?;
         let tools_sent = !req.tools.is_empty();
         let max_attempts = self.cfg.max_attempts.max(1);
         let deadline = Instant::now() + self.cfg.request_timeout;

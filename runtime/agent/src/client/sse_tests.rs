@@ -276,10 +276,10 @@ fn every_call_gets_a_unique_id_streamed_or_whole() {
     };
     assert_eq!(ids(&assemble(&chunks)), expected);
 
-    let whole = json!({ "choices": [{ "message": { "tool_calls": wire
+    let mut whole = json!({ "choices": [{ "message": { "tool_calls": wire
         .iter()
         .map(|(id, name)| json!({ "id": id, "function": { "name": name, "arguments": "{}" } }))
         .collect::<Vec<_>>() } }] });
-    let c = super::reply::parse_completion(&whole).unwrap();
+    let c = super::reply::parse_completion(&mut whole).unwrap();
     assert_eq!(ids(&c), expected);
 }

@@ -585,3 +585,27 @@ fn a_whole_last_line_that_does_not_parse_is_reported_not_cut() {
     }
     assert_eq!(fs::read(&path).unwrap(), before, "nothing is cut");
 }
+
+/// A message recorded from the borrowed message is the line its record
+/// makes, and reads back as it.
+#[test]
+fn a_message_appended_borrowed_reads_back_as_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(StateDir::open(dir.path(), "s").unwrap());
+    let mut session = store.create().unwrap();
+    let message = Message::Assistant {
+        content: Some("a \"b\"\n".into()),
+        tool_calls: vec![crate::ToolCall::new("c1", "write_file", r#"{"path":"a"}"#)],
+    };
+    session
+        .append_message("2026-01-01T00:00:00Z", &message)
+        .unwrap();
+    let id = session.id().to_string();
+    drop(session);
+    let (_, records) = store.open(&id).unwrap();
+    let want = Record::Message {
+        ts: "2026-01-01T00:00:00Z".into(),
+        message,
+    };
+    assert!(records.contains(&want), "{records:?}");
+}

@@ -75,6 +75,8 @@ pub fn preview(request: &ApprovalRequest<'_>, fancy: bool) -> String {
 
 /// Said of a path no grant of the tool reaches.
 const OUTSIDE: &str = "outside the grants, will be refused";
+/// Said of a path through a file.
+const BLOCKED: &str = "a part of the path is a file, not a directory";
 
 /// The line(s) for one path the call names.
 fn touch(t: &Touch, args: &Value, dirs: &GrantedDirs, fancy: bool) -> String {
@@ -145,6 +147,7 @@ fn write(p: &str, content: &str, peek: Peek, fancy: bool) -> String {
         ),
         Peek::Dir => format!("  write {p}: a directory, the call will fail\n"),
         Peek::Special => format!("  write {p}: not a regular file, the call will fail\n"),
+        Peek::Blocked => format!("  write {p}: {BLOCKED}, the call will fail\n"),
         Peek::TooLarge(n) | Peek::Binary(n) => format!(
             "  replace {p} ({}, not shown) with {}\n{}",
             size(n),
@@ -186,6 +189,7 @@ fn edit(p: &str, old: &str, new: &str, all: bool, peek: Peek, fancy: bool) -> St
             }
         },
         Peek::Missing => format!("  edit {p}: no such file, the call will fail\n"),
+        Peek::Blocked => format!("  edit {p}: {BLOCKED}, the call will fail\n"),
         Peek::Dir => format!("  edit {p}: a directory, the call will fail\n"),
         Peek::Special => format!("  edit {p}: not a regular file, the call will fail\n"),
         Peek::Binary(n) => format!(
@@ -205,7 +209,7 @@ fn delete(p: &str, recursive: bool, peek: Peek) -> String {
         Peek::TooLarge(n) | Peek::Binary(n) => format!("  delete {p} ({})\n", size(n)),
         Peek::Dir if recursive => format!("  delete the directory {p} and everything in it\n"),
         Peek::Dir => format!("  delete the directory {p} (only if it is empty)\n"),
-        Peek::Missing => format!("  delete {p} (it does not exist)\n"),
+        Peek::Missing | Peek::Blocked => format!("  delete {p} (it does not exist)\n"),
         Peek::Special => format!("  delete {p} (a pipe, socket or device)\n"),
         Peek::Unreadable | Peek::Outside => format!("  delete {p}\n"),
     }
