@@ -148,3 +148,16 @@ fn json_events_name_the_paths_a_call_touched() {
     );
     assert!(sb.ws.join("a/moved.txt").is_file());
 }
+
+/// A 0.1.0 component that imports `warden:tool/process@0.1.0` links and
+/// runs: the host offers that interface under its old version too.
+#[test]
+fn a_contract_0_1_component_still_reaches_the_process_interface() {
+    let sb = Sandbox::new();
+    sb.drop_in(guests::LEGACY, "legacy.wasm");
+    sb.policy("[tools.legacy_programs]\nexec = [\"sh\"]\nwrite = [\".\"]\n");
+    sb.trust();
+    let r = run(sb.warden().args(["tools", "call", "legacy_programs", "{}"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "sh");
+}

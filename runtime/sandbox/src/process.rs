@@ -293,13 +293,28 @@ fn resolve(program: &str) -> Result<PathBuf, String> {
         })
 }
 
-/// Adds `warden:tool/process` to the linker.
+/// Adds `warden:tool/process` to the linker, in contract 0.2.0 and, for
+/// components built before it, 0.1.0 (the same interface under its old
+/// version: the functions are the same ones).
 pub(crate) fn add_process(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    process::add_to_linker::<CallState, Exec>(linker, |state| ExecRef {
+    process::add_to_linker::<CallState, Exec>(linker, exec)?;
+    let mut legacy = linker.instance("warden:tool/process@0.1.0")?;
+    legacy.func_wrap("granted", |mut store, (): ()| {
+        Ok((process::Host::granted(&mut exec(store.data_mut())),))
+    })?;
+    legacy.func_wrap("run", |mut store, (cmd,): (Command,)| {
+        Ok((process::Host::run(&mut exec(store.data_mut()), cmd),))
+    })?;
+    Ok(())
+}
+
+/// The process host of a call's state.
+fn exec(state: &mut CallState) -> ExecRef<'_> {
+    ExecRef {
         plan: &state.exec,
         clock: &state.clock,
         slot: &state.slot,
-    })
+    }
 }
 
 struct Exec;
