@@ -209,11 +209,12 @@ pub fn big_call(runs: usize) -> (Duration, Duration) {
 }
 
 /// The agent's own handling of one call whose arguments are 1 MiB, from
-/// the model's reply to the result in the history, with a transcript:
-/// the one parse of the arguments, the history, the repeat check, the
-/// events, the call handed to a tool that does nothing, the records
-/// written. Against one `serde_json` parse of those arguments (medians).
-pub fn big_step(runs: usize) -> (Duration, Duration) {
+/// the model's reply to the result in the history: the one parse of the
+/// arguments, the history, the repeat check, the events, the call handed to
+/// a tool that does nothing; with `transcript`, the records written too
+/// (the call's line, 1 MiB, serialized and written to a file). Against one
+/// `serde_json` parse of those arguments (medians).
+pub fn big_step(runs: usize, transcript: bool) -> (Duration, Duration) {
     let line = "a line of text, with \"quotes\" and a \\ backslash, as code has\n";
     let content: String = line.repeat((1 << 20) / line.len());
     let big = json!({"path": "big.txt", "content": content}).to_string();
@@ -236,12 +237,12 @@ pub fn big_step(runs: usize) -> (Duration, Duration) {
             context_window: Some(1 << 30),
             tools: None,
         };
-        let session = store.create().unwrap();
+        let session = transcript.then(|| store.create().unwrap());
         let mut agent = Agent::new(
             settings,
             Arc::new(Fifty),
             std::env::temp_dir(),
-            Some(session),
+            session,
             Vec::new(),
         )
         .unwrap();
