@@ -29,10 +29,14 @@ pub enum Capability {
         /// Read-write when true.
         write: bool,
     },
-    /// A host environment variable, passed by name.
+    /// An environment variable: the host's, passed by name, or a value the
+    /// policy sets (`NAME=value`).
     Env {
         /// Variable name.
         name: String,
+        /// The value the policy sets; `None`: the host's value, if it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
     },
     /// A host the tool may send HTTP requests to: a normalised
     /// [`HostPattern`](crate::HostPattern).
@@ -100,18 +104,23 @@ impl Capability {
 
     /// Its parts for one-line summaries: `("rw", "out")`, `("env",
     /// "LANG")`, `("net", "example.com")`; directories inside `workspace`
-    /// are shown relative to it, inert.
+    /// are shown relative to it, others by their absolute path, inert.
     pub fn short(&self, workspace: &Path) -> (&'static str, String) {
         match self {
             Capability::Dir { path, write } => {
-                let shown = match path.strip_prefix(workspace) {
-                    Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-                    Ok(rel) => rel.display().to_string(),
-                    Err(_) => path.display().to_string(),
+                // Never relative to `/`: that would drop the leading `/`.
+                let inside = path
+                    .strip_prefix(workspace)
+                    .ok()
+                    .filter(|_| workspace.parent().is_some());
+                let shown = match inside {
+                    Some(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+                    Some(rel) => rel.display().to_string(),
+                    None => path.display().to_string(),
                 };
                 (if *write { "rw" } else { "ro" }, inert(&shown).into_owned())
             }
-            Capability::Env { name } => ("env", name.clone()),
+            Capability::Env { name, value } => ("env", env_entry(name, value.as_deref())),
             Capability::Net { host } => ("net", host.clone()),
             Capability::Secret { name, hosts, .. } => (
                 "secret",
@@ -137,7 +146,9 @@ impl fmt::Display for Capability {
                 if *write { "read-write" } else { "read-only" },
                 inert(&path.display().to_string())
             ),
-            Capability::Env { name } => write!(f, "env {name}"),
+            Capability::Env { name, value } => {
+                write!(f, "env {}", env_entry(name, value.as_deref()))
+            }
             Capability::Net { host } => write!(f, "network {host}"),
             Capability::Secret {
                 name,
@@ -157,6 +168,14 @@ impl fmt::Display for Capability {
             }
             Capability::Exec { program } => write!(f, "exec {}", inert(program)),
         }
+    }
+}
+
+/// `NAME`, or `NAME=value` (inert) for a value the policy sets.
+fn env_entry(name: &str, value: Option<&str>) -> String {
+    match value {
+        Some(v) => format!("{name}={}", inert(v)),
+        None => name.to_string(),
     }
 }
 
@@ -235,12 +254,29 @@ impl Grants {
         })
     }
 
-    /// Names of the host environment variables passed through.
+    /// Names of the environment variables granted (passed through or set).
     pub fn env(&self) -> impl Iterator<Item = &str> {
         self.caps.iter().filter_map(|c| match c {
-            Capability::Env { name } => Some(name.as_str()),
+            Capability::Env { name, .. } => Some(name.as_str()),
             _ => None,
         })
+    }
+
+    /// The granted environment with its values: the value the policy sets,
+    /// else the host's from `host` (a variable the host does not have is
+    /// left out).
+    pub fn env_values(&self, host: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+        self.caps
+            .iter()
+            .filter_map(|c| match c {
+                Capability::Env {
+                    name,
+                    value: Some(v),
+                } => Some((name.clone(), v.clone())),
+                Capability::Env { name, value: None } => host(name).map(|v| (name.clone(), v)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Hosts it may send HTTP requests to.

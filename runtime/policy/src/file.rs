@@ -333,9 +333,10 @@ pub struct ToolSection {
     /// Directories the tool may read and write.
     #[serde(default, deserialize_with = "dirs")]
     pub write: Option<Vec<String>>,
-    /// Host environment variables passed by name.
-    #[serde(default, deserialize_with = "env_names")]
-    pub env: Vec<String>,
+    /// Environment variables: `NAME` passes the host's by name,
+    /// `NAME=value` sets a value (a toolchain's home, say).
+    #[serde(default, deserialize_with = "env_entries")]
+    pub env: Vec<EnvEntry>,
     /// Hosts the tool may send HTTP requests to (see [`crate::HostPattern`]).
     #[serde(default, deserialize_with = "hosts")]
     pub network: Vec<String>,
@@ -489,10 +490,10 @@ impl ToolSection {
     /// The capabilities this section grants besides directories (which need
     /// the workspace to resolve): one line per kind.
     pub(crate) fn other_caps(&self) -> impl Iterator<Item = Capability> + '_ {
-        let env = self
-            .env
-            .iter()
-            .map(|name| Capability::Env { name: name.clone() });
+        let env = self.env.iter().map(|e| Capability::Env {
+            name: e.name.clone(),
+            value: e.value.clone(),
+        });
         let net = self
             .network
             .iter()
@@ -634,12 +635,46 @@ fn hosts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     Ok(out)
 }
 
-fn env_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+/// One `env` entry of a tool section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvEntry {
+    /// The variable's name.
+    pub name: String,
+    /// The value the policy sets, or `None` for the host's own.
+    pub value: Option<String>,
+}
+
+/// The longest value an `env` entry may set.
+const MAX_ENV_VALUE: usize = 4096;
+
+fn env_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<EnvEntry>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    for name in &v {
+    let mut out: Vec<EnvEntry> = Vec::new();
+    for entry in v {
+        let (name, value) = match entry.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (entry.as_str(), None),
+        };
         check_env_name(name).map_err(D::Error::custom)?;
+        if let Some(value) = value
+            && (value.len() > MAX_ENV_VALUE || value.chars().any(char::is_control))
+        {
+            return Err(D::Error::custom(format!(
+                "env `{name}`: a value must be one line of at most {MAX_ENV_VALUE} bytes"
+            )));
+        }
+        if out.iter().any(|e| e.name == name) {
+            return Err(D::Error::custom(format!(
+                "env `{name}` is listed twice; keep one entry (`{name}` passes your value, \
+                 `{name}=value` sets one)"
+            )));
+        }
+        out.push(EnvEntry {
+            name: name.to_string(),
+            value: value.map(str::to_string),
+        });
     }
-    Ok(v)
+    Ok(out)
 }
 
 fn programs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -32,7 +32,8 @@ mod units;
 pub use caps::{Capability, Grants, Limits};
 pub use error::{Error, Result};
 pub use file::{
-    McpLaunch, McpSection, ModelSection, PolicyFile, ToolSection, UserConfig, is_tool_name,
+    EnvEntry, McpLaunch, McpSection, ModelSection, PolicyFile, ToolSection, UserConfig,
+    is_tool_name,
 };
 pub use grants::{Baseline, Origin, Policy, load_user_config, mcp_key};
 pub use inert::{inert, inert_text, json_kind};

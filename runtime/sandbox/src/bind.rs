@@ -63,10 +63,7 @@ pub(crate) fn prepare(
     }
     let mut ctx = b.build();
     let preopens = std::mem::take(ctx.filesystem());
-    let granted_env: Vec<(String, String)> = grants
-        .env()
-        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
-        .collect();
+    let granted_env = grants.env_values(|name| std::env::var(name).ok());
     let exec = Arc::new(ExecPlan::new(grants, &dirs, workspace, &granted_env));
     let mut env = granted_env;
     for (key, value) in grants.settings() {

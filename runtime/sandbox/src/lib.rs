@@ -62,6 +62,7 @@ pub use granted::{GrantedDirs, Peek};
 pub use host::{HostConfig, LoadProblem, OnCompile, ToolHost, ToolInfo};
 pub use outbound::{Outbound, OutboundBody, OutboundError};
 pub use outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
+pub use process::resolve_program;
 pub use secrets::SECRETS_FILE;
 pub use source::ComponentSource;
 pub use spec::{ToolSpec, check_parameters};

@@ -73,7 +73,7 @@ impl ExecPlan {
             .map(|p| {
                 (
                     p.to_string(),
-                    resolve(p).and_then(|r| not_led_out(r, workspace)),
+                    resolve_program(p).and_then(|r| not_led_out(r, workspace)),
                 )
             })
             .collect();
@@ -179,7 +179,12 @@ impl ExecPlan {
         }
         let cwd = match cmd.cwd.as_deref() {
             None | Some("") | Some(".") => self.default_cwd.clone().ok_or_else(|| {
-                ExecError::Failed("this tool has no directory grant to run a program in".into())
+                ExecError::Failed(
+                    "this tool has no directory grant to run a program in: add `write = [\".\"]` \
+                     (the workspace, read-write) or `read = [\".\"]` to its [tools.NAME] section \
+                     in warden.toml, then run `warden trust`"
+                        .into(),
+                )
             })?,
             Some(c) => self.workspace.join(c),
         };
@@ -266,8 +271,8 @@ fn not_led_out(program: PathBuf, workspace: &Path) -> Result<PathBuf, String> {
 }
 
 /// A bare name on warden's `PATH`, or an absolute path; either must be an
-/// executable file.
-fn resolve(program: &str) -> Result<PathBuf, String> {
+/// executable file. The one lookup of an `exec` grant's program.
+pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -60,6 +60,87 @@ fn a_section_enables_a_dropin_with_exactly_its_grants() {
 }
 
 #[test]
+fn a_grant_outside_the_workspace_is_named_by_its_absolute_path() {
+    let d = ws();
+    let outside = tempfile::tempdir().unwrap();
+    let out = outside.path().canonicalize().unwrap();
+    let text = format!(
+        "[tools.probe]\nwrite = [\".\", {:?}]\nread = [\"docs\"]\n",
+        out.display().to_string()
+    );
+    let p = parse(&text, d.path()).unwrap();
+    let (g, _) = p.grants_for("probe", Baseline::Off).unwrap();
+    let root = d.path().canonicalize().unwrap();
+    let want = format!("rw:. rw:{} ro:docs", out.display());
+    assert_eq!(g.summary(&root), want);
+    // Against `/` (no workspace to be relative to), every path stays
+    // absolute: never `rw:tmp/...` with its leading `/` lost.
+    let abs = g.summary(Path::new("/"));
+    assert_eq!(
+        abs,
+        format!(
+            "rw:{} rw:{} ro:{}",
+            root.display(),
+            out.display(),
+            root.join("docs").display()
+        )
+    );
+}
+
+#[test]
+fn env_passes_the_hosts_value_by_name_or_sets_one() {
+    let d = ws();
+    let p = parse(
+        "[tools.shell]\nexec = [\"sh\"]\nenv = [\"LANG\", \"RUSTUP_HOME=/opt/rustup\", \"EMPTY=\"]\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("shell", Baseline::Off).unwrap();
+    assert_eq!(
+        g.env().collect::<Vec<_>>(),
+        vec!["LANG", "RUSTUP_HOME", "EMPTY"]
+    );
+    let host =
+        |name: &str| (name == "LANG" || name == "RUSTUP_HOME").then(|| format!("host-{name}"));
+    // A set value wins over the host's; a name the host lacks is left out.
+    assert_eq!(
+        g.env_values(host),
+        vec![
+            ("LANG".to_string(), "host-LANG".to_string()),
+            ("RUSTUP_HOME".to_string(), "/opt/rustup".to_string()),
+            ("EMPTY".to_string(), String::new()),
+        ]
+    );
+    assert_eq!(g.env_values(|_| None).len(), 2);
+    let root = d.path().canonicalize().unwrap();
+    assert_eq!(
+        g.summary(&root),
+        "env:LANG,RUSTUP_HOME=/opt/rustup,EMPTY= exec:sh"
+    );
+    let lines: Vec<String> = g.caps.iter().map(ToString::to_string).collect();
+    assert!(
+        lines.contains(&"env RUSTUP_HOME=/opt/rustup".to_string()),
+        "{lines:?}"
+    );
+    assert!(lines.contains(&"env LANG".to_string()), "{lines:?}");
+}
+
+#[test]
+fn bad_env_entries_say_what_is_wrong() {
+    let d = ws();
+    for (entry, says) in [
+        ("\"1X=a\"", "`1X` is not an environment variable name"),
+        ("\"=a\"", "`` is not an environment variable name"),
+        ("\"A=a\\nb\"", "env `A`: a value must be one line"),
+        ("\"A\", \"A=b\"", "env `A` is listed twice"),
+    ] {
+        let text = format!("[tools.shell]\nenv = [{entry}]\n");
+        let e = parse(&text, d.path()).unwrap_err().to_string();
+        assert!(e.contains(says), "{entry}: {e}");
+    }
+}
+
+#[test]
 fn nested_read_only_grant_sorts_after_the_read_write_one() {
     let d = ws();
     let p = parse(
@@ -139,7 +220,7 @@ fn errors_carry_line_column_and_what_was_expected() {
     let (_, _, m) = syntax_error("[tools.Bad-Name]\n");
     assert!(m.contains("snake_case"), "{m}");
 
-    let (_, _, m) = syntax_error("[tools.probe]\nenv = [\"A=B\"]\n");
+    let (_, _, m) = syntax_error("[tools.probe]\nenv = [\"A-B\"]\n");
     assert!(m.contains("not an environment variable name"), "{m}");
 
     let (_, _, m) = syntax_error("[tools.probe]\nmemory = \"8GiB\"\n");

@@ -45,6 +45,7 @@ fn grants(origin: &str, read: &[&str], write: &[&str], env: &[&str]) -> ToolReco
             .chain(write.iter().map(dir(true)))
             .chain(env.iter().map(|n| Capability::Env {
                 name: n.to_string(),
+                value: None,
             }))
             .collect(),
         limits: Limits::default(),
@@ -601,6 +602,7 @@ fn the_diff_shows_a_server_process_gaining_or_losing_the_whole_network() {
                 })
                 .chain([Capability::Env {
                     name: "HOME".into(),
+                    value: None,
                 }])
                 .collect(),
             limits: Limits::default(),

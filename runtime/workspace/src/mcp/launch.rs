@@ -136,13 +136,9 @@ pub(super) fn spec(
     if let Some(home) = write.first().or(read.first()) {
         env.push(("HOME".to_string(), home.display().to_string()));
     }
-    for cap in &server.grants.caps {
-        if let Capability::Env { name } = cap
-            && let Ok(value) = std::env::var(name)
-        {
-            env.retain(|(k, _)| k != name);
-            env.push((name.clone(), value));
-        }
+    for (name, value) in server.grants.env_values(|name| std::env::var(name).ok()) {
+        env.retain(|(k, _)| *k != name);
+        env.push((name, value));
     }
     spec.env = env;
     spec.read = read;
@@ -256,7 +252,7 @@ pub(super) fn changed_files(
 }
 
 /// The program of a command: a path (relative ones from the workspace),
-/// or a name on warden's `PATH`.
+/// or a name on warden's `PATH` (looked up as an `exec` grant is).
 pub(super) fn resolve(program: &str, root: &Path) -> Result<PathBuf, String> {
     if program.contains('/') {
         let path = root.join(program);
@@ -266,10 +262,6 @@ pub(super) fn resolve(program: &str, root: &Path) -> Result<PathBuf, String> {
             Err(format!("its program {} does not exist", path.display()))
         };
     }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("its program `{program}` is not on PATH"))
+    warden_sandbox::resolve_program(program)
+        .map_err(|_| format!("its program `{program}` is not an executable file on PATH"))
 }
