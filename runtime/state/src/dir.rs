@@ -66,6 +66,11 @@ impl StateDir {
         &self.path
     }
 
+    /// The folder's handle.
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
     /// The sub-folder `name`, created (mode 0700) when missing; refused
     /// when it is a symlink or not private to the user.
     pub fn subdir(&self, name: impl AsRef<OsStr>) -> io::Result<StateDir> {

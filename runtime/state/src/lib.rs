@@ -14,5 +14,7 @@
 //! ```
 
 mod dir;
+mod usage;
 
 pub use dir::{DirLock, StateDir};
+pub use usage::Usage;
