@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use warden_agent::session::{self, Record};
-use warden_agent::settings::{self, Overrides, Protocol};
+use warden_agent::settings::{Overrides, Protocol};
 use warden_agent::{Agent, AgentError, Usage};
 
 use warden_policy::{inert, inert_text};
@@ -71,8 +71,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         user_cfg.approval.as_deref().map(ApprovalMode::parse),
         ws.policy.approval().map(ApprovalMode::parse),
     );
-    let approver = Arc::new(Approver::new(flags.yes));
-    let env = |k: &str| std::env::var(k).ok();
+    let approver = Arc::new(Approver::new(flags.yes, &ws.root));
     let protocol = match &flags.protocol {
         Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
             ConfigError(format!("unknown protocol `{p}`: use auto, native or text"))
@@ -87,12 +86,10 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
         max_turns: flags.max_turns,
         tools: flags.tools.clone(),
     };
-    let (mut settings, notes) =
-        settings::resolve_noted(&user_cfg.model, ws.policy.model(), &env, &overrides)?;
+    let (settings, notes) = crate::endpoint::resolve(&ws.folders, ws.policy.model(), &overrides)?;
     for n in notes {
         stderr_line!("note: {}", inert(&n));
     }
-    settings::backoff_from_env(&env, &mut settings.client);
     let tools = ws.toolset_with_mcp(Some(crate::render::compiling()))?;
     crate::render::warnings(&tools);
     if let Some(offered) = &settings.tools {

@@ -4,7 +4,7 @@ mod preview;
 
 use std::collections::HashSet;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -19,6 +19,8 @@ pub use preview::preview;
 /// Decides per call, asking on the terminal when it must.
 pub struct Approver {
     yes: bool,
+    /// The workspace root, which grants inside it are shown relative to.
+    workspace: PathBuf,
     interactive: bool,
     fancy: bool,
     always: Mutex<HashSet<String>>,
@@ -31,10 +33,12 @@ pub struct Approver {
 }
 
 impl Approver {
-    /// `yes` approves everything (`--yes`).
-    pub fn new(yes: bool) -> Approver {
+    /// `yes` approves everything (`--yes`); grants inside `workspace` are
+    /// named relative to it, others by their absolute path.
+    pub fn new(yes: bool, workspace: &Path) -> Approver {
         Approver {
             yes,
+            workspace: workspace.to_path_buf(),
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
             fancy: crate::style::stderr_is_fancy(),
             always: Mutex::new(HashSet::new()),
@@ -73,7 +77,7 @@ impl Approve for Approver {
                 "error (denied): `{tool}` needs the user's approval (it is granted {}), but \
                  warden runs without a terminal and without --yes, so the call was refused. \
                  Do not retry it; say what you would change instead.",
-                request.grants.summary(Path::new("/"))
+                request.grants.summary(&self.workspace)
             ));
         }
         let _one = self.prompt.lock().expect("poisoned");

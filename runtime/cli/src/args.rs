@@ -17,6 +17,31 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a commented warden.toml for the project here (Rust, Node,
+    /// Python, Go, make, git) and offer to trust it. Never replaces one.
+    Init {
+        /// Print the file instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Check this machine and workspace: command confinement, the model
+    /// endpoint, warden's folders, trust. Exit 0 when every check passes.
+    Doctor {
+        /// Also send the endpoint two tiny requests (a few tokens each):
+        /// one with a tool, one asking for a JSON-schema answer.
+        #[arg(long)]
+        model_check: bool,
+        #[command(flatten)]
+        endpoint: EndpointFlags,
+    },
+    /// List the models the endpoint serves, marking the one in use.
+    Models {
+        /// Print JSON instead of a list.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        endpoint: EndpointFlags,
+    },
     /// List, inspect and call tools without a model.
     Tools {
         #[command(subcommand)]
@@ -83,6 +108,30 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the shell completion script, e.g. `source <(warden completions
+    /// bash)` in ~/.bashrc.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `warden man | man -l -`.
+    Man {
+        /// Write warden.1 and a page per command (warden-run.1, ...) into
+        /// this folder instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Which endpoint and model to ask, over the configured ones.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EndpointFlags {
+    /// Chat-completions endpoint, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model name.
+    #[arg(long)]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -33,8 +33,13 @@ mod agent_cmd;
 mod approval;
 mod args;
 mod author;
+mod docs_cmd;
+mod doctor;
+mod endpoint;
 mod events;
+mod init;
 mod mcp_cmd;
+mod models_cmd;
 mod policy_cmd;
 mod prompt;
 mod render;
@@ -96,8 +101,22 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<u8> {
+    // Made from the definitions alone: no folder, no workspace needed.
+    match &cli.command {
+        args::Command::Completions { shell } => return docs_cmd::completions(*shell),
+        args::Command::Man { dir } => return docs_cmd::man(dir.as_deref()),
+        _ => {}
+    }
     let folders = Folders::from_env()?;
     let dir = cli.workspace.as_deref();
+    match &cli.command {
+        args::Command::Init { print } => return init::run(dir, folders, *print),
+        args::Command::Doctor {
+            model_check,
+            endpoint,
+        } => return doctor::run(dir, folders, endpoint, *model_check),
+        _ => {}
+    }
     if let args::Command::Trust { show } = cli.command {
         return trust_cmd::run(dir, folders, show);
     }
@@ -123,6 +142,7 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
     match cli.command {
         args::Command::Tools { command } => tools_cmd::run(&ws, command),
         args::Command::Policy { json } => policy_cmd::run(&ws, json),
+        args::Command::Models { json, endpoint } => models_cmd::run(&ws, &endpoint, json),
         args::Command::Run {
             task,
             json,
@@ -136,7 +156,12 @@ fn run(cli: args::Cli) -> anyhow::Result<u8> {
             let tools = ws.toolset(Some(render::compiling()))?;
             agent_cmd::undo(&ws, &tools)
         }
-        args::Command::Trust { .. } | args::Command::Mcp { .. } => unreachable!("handled above"),
+        args::Command::Trust { .. }
+        | args::Command::Mcp { .. }
+        | args::Command::Init { .. }
+        | args::Command::Doctor { .. }
+        | args::Command::Completions { .. }
+        | args::Command::Man { .. } => unreachable!("handled above"),
     }
 }
 

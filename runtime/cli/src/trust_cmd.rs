@@ -84,6 +84,32 @@ pub fn run(dir: Option<&Path>, folders: Folders, show: bool) -> anyhow::Result<u
     Ok(0)
 }
 
+/// After `warden init`: what the new file grants beyond what runs here
+/// now, accepted on a terminal if the user says so.
+pub fn offer(root: &Path, folders: Folders) -> anyhow::Result<()> {
+    let (ws, current) = current_state(Some(root), folders, true)?;
+    let store = ws.trust_store()?;
+    let changes = diff(&baseline(store.load(&ws.root)?, &ws)?, &current);
+    let mut out = std::io::stdout().lock();
+    if changes.is_empty() {
+        writeln!(out, "it grants nothing beyond what runs here now")?;
+        return Ok(());
+    }
+    show_changes(&mut out, &ws.root, &changes)?;
+    drop(out);
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        stdout_line!("not trusted yet: review it, then accept it with `warden trust`");
+        return Ok(());
+    }
+    if confirm("Trust it now? [y/N] ")? {
+        store.save(&ws.root, &current)?;
+        stdout_line!("trusted: these apply from the next run on");
+    } else {
+        stdout_line!("not trusted: accept it later with `warden trust`");
+    }
+    Ok(())
+}
+
 fn show_changes(out: &mut impl Write, root: &Path, changes: &[Change]) -> std::io::Result<()> {
     writeln!(
         out,
@@ -114,13 +140,7 @@ pub fn ask_on_start(dir: Option<&Path>, folders: &Folders) -> anyhow::Result<()>
     };
     // Files as trusted, or nothing to trust: no question, and no component
     // has to be loaded to know it.
-    let hashes = ws.drop_in_hashes();
-    let trusted_instructions = trusted.as_ref().and_then(|t| t.instructions_hash.clone());
-    if decide(trusted.as_ref(), ws.policy_text.as_deref(), &hashes)
-        .notices
-        .is_empty()
-        && trusted_instructions == ws.instructions_hash()
-    {
+    if untrusted(&ws, trusted.as_ref()).is_empty() {
         return Ok(());
     }
     let Ok(tools) = ws.toolset(Some(crate::render::compiling())) else {
@@ -145,12 +165,33 @@ pub fn ask_on_start(dir: Option<&Path>, folders: &Folders) -> anyhow::Result<()>
     Ok(())
 }
 
+/// What in the workspace's files (as opened by `Workspace::open_current`)
+/// differs from what was trusted, one line each with what to do; none
+/// when they are as trusted, or hold nothing to trust.
+pub fn untrusted(ws: &Workspace, trusted: Option<&TrustState>) -> Vec<String> {
+    let mut lines = decide(trusted, ws.policy_text.as_deref(), &ws.drop_in_hashes()).notices;
+    if trusted.and_then(|t| t.instructions_hash.clone()) != ws.instructions_hash() {
+        lines.push(format!(
+            "{} is new or changed since you trusted this workspace: not given to the model; \
+             review and accept with `warden trust`",
+            warden_workspace::INSTRUCTIONS_FILE
+        ));
+    }
+    lines
+}
+
 fn ask(root: &Path, changes: &[Change]) -> anyhow::Result<bool> {
     let mut shown = Vec::new();
     show_changes(&mut shown, root, changes)?;
     shown.extend_from_slice(b"Trust these changes and apply them now? [y/N] ");
+    confirm(&String::from_utf8_lossy(&shown))
+}
+
+/// A yes-or-no `question` on the terminal; no unless "y" or "yes". Ctrl-C
+/// ends warden.
+fn confirm(question: &str) -> anyhow::Result<bool> {
     // Typeahead cannot answer it (see `prompt`).
-    match crate::prompt::ask(&String::from_utf8_lossy(&shown)) {
+    match crate::prompt::ask(question) {
         Answer::Line(answer) => Ok(matches!(
             answer.trim().to_ascii_lowercase().as_str(),
             "y" | "yes"

@@ -47,5 +47,6 @@ mod process;
 mod seccomp;
 
 pub(crate) use cgroup::remove_cgroups;
+pub use landlock::SYSTEM_DIRS;
 pub use process::{HELPER_ARG, helper_main};
 pub(crate) use process::{REPORT, SPEC_VAR};

@@ -40,11 +40,13 @@ mod spec;
 mod unsupported;
 
 #[cfg(target_os = "linux")]
-pub use helper::{HELPER_ARG, helper_main};
+pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main};
 #[cfg(target_os = "linux")]
 pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
 pub use spec::{
     Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable, unenforceable,
 };
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{HELPER_ARG, Stop, helper_main, probe, run, run_until, set_helper};
+pub use unsupported::{
+    HELPER_ARG, SYSTEM_DIRS, Stop, helper_main, probe, run, run_until, set_helper,
+};

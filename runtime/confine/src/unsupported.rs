@@ -12,6 +12,9 @@ fn missing() -> Unavailable {
     }
 }
 
+/// System directories every run may read (none: nothing runs here).
+pub const SYSTEM_DIRS: &[&str] = &[];
+
 /// Never called elsewhere than Linux.
 pub fn helper_main(_args: &[String]) -> ! {
     std::process::exit(125)

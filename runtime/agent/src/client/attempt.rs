@@ -197,7 +197,7 @@ async fn status_failure(client: &Client, resp: reqwest::Response, tools_sent: bo
 }
 
 /// What to check after an error status the user can fix.
-fn status_hint(cfg: &super::ClientConfig, status: u16) -> String {
+pub(crate) fn status_hint(cfg: &super::ClientConfig, status: u16) -> String {
     let var = cfg.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
     match status {
         401 | 403 if cfg.api_key.is_some() => {

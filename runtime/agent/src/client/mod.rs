@@ -7,12 +7,14 @@
 //! - `attempt`: one HTTP exchange and the sorting of its failures.
 //! - `sse`: assembling a streamed answer (text, tool-call deltas, usage).
 //! - `reply`: reading a whole answer; JSON helpers.
-//! - `models`: the context window a server reports in `/models`.
+//! - `models`: the server's `/models`: its list, and the context window.
+//! - `check`: whether the server takes `tools` or `response_format`.
 //! - `retry`: backoff with jitter, `Retry-After`.
 //! - `shown`: text reported once across retries.
 //! - `error`: [`ClientError`] and body excerpts.
 
 mod attempt;
+mod check;
 mod config;
 mod error;
 mod models;
@@ -25,7 +27,9 @@ mod sse;
 mod sse_tests;
 mod types;
 
+pub use check::{Feature, FeatureCheck};
 pub use config::{ClientConfig, redact_url};
 pub use error::ClientError;
+pub use models::ListedModel;
 pub use request::Client;
 pub use types::{ClientEvent, Completion, Request};

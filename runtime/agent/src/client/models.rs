@@ -6,7 +6,8 @@ use std::time::Duration;
 use reqwest::header::ACCEPT;
 use serde_json::Value;
 
-use super::Client;
+use super::error::excerpt;
+use super::{Client, ClientError};
 
 /// Fields that hold the window, in the entry or its `meta`.
 const FIELDS: [&str; 5] = [
@@ -17,12 +18,56 @@ const FIELDS: [&str; 5] = [
     "n_ctx",
 ];
 
+/// A model the server lists in `/models`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ListedModel {
+    /// Its name, as requests give it.
+    pub id: String,
+    /// Its context window in tokens, when the server says.
+    pub context_window: Option<u64>,
+}
+
 impl Client {
     /// The context window of the configured model according to the
     /// server's `/models`, or `None` when it does not say (or does not
     /// answer within a few seconds). Never an error: the window is only a
     /// hint, and a context-length error from the server is handled anyway.
     pub async fn context_window(&self) -> Option<u64> {
+        window_of(&self.model_list().await.ok()?, &self.cfg.model)
+    }
+
+    /// The models the server lists (`GET /models`), in its order.
+    pub async fn models(&self) -> Result<Vec<ListedModel>, ClientError> {
+        let list = self.model_list().await?;
+        let data =
+            list.get("data")
+                .and_then(Value::as_array)
+                .ok_or_else(|| ClientError::Malformed {
+                    endpoint: self.models_endpoint(),
+                    reason: "the answer has no `data` list of models".into(),
+                })?;
+        Ok(data
+            .iter()
+            .filter_map(|m| {
+                Some(ListedModel {
+                    id: m.get("id")?.as_str()?.to_string(),
+                    context_window: window_in(m),
+                })
+            })
+            .collect())
+    }
+
+    /// `GET /models` as shown in messages.
+    fn models_endpoint(&self) -> String {
+        format!(
+            "{}/models",
+            self.endpoint.trim_end_matches("/chat/completions")
+        )
+    }
+
+    /// The body of `GET /models`, within the connect timeout and 5 s more
+    /// for each of the answer's head and body.
+    async fn model_list(&self) -> Result<Value, ClientError> {
         let mut url = self.url.clone();
         let path = url.path().trim_end_matches("/chat/completions").to_string();
         url.set_path(&format!("{path}/models"));
@@ -30,24 +75,72 @@ impl Client {
         if let Some(key) = &self.cfg.api_key {
             req = req.bearer_auth(key);
         }
+        let endpoint = self.models_endpoint();
         let wait = self.cfg.connect_timeout + Duration::from_secs(5);
-        let resp = tokio::time::timeout(wait, req.send()).await.ok()?.ok()?;
-        if !resp.status().is_success() {
-            return None;
+        let timed_out = || ClientError::Timeout {
+            endpoint: endpoint.clone(),
+            what: "response",
+            after: wait,
+            attempts: 0,
+            earlier: Vec::new(),
+        };
+        let resp = match tokio::time::timeout(wait, req.send()).await {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(e)) => {
+                return Err(ClientError::Connect {
+                    endpoint,
+                    reason: super::request::describe(&e),
+                    attempts: 0,
+                    earlier: Vec::new(),
+                });
+            }
+            Err(_) => return Err(timed_out()),
+        };
+        let status = resp.status().as_u16();
+        let text = match tokio::time::timeout(wait, resp.text()).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(_)) | Err(_) if status >= 400 => String::new(),
+            Ok(Err(e)) => {
+                return Err(ClientError::Stream {
+                    endpoint,
+                    reason: format!("response body cut: {}", super::request::describe(&e)),
+                    attempts: 0,
+                    earlier: Vec::new(),
+                });
+            }
+            Err(_) => return Err(timed_out()),
+        };
+        if status >= 400 {
+            let hint = match status {
+                404 => " (this server lists no models there: check that the base URL ends in /v1)"
+                    .to_string(),
+                _ => super::attempt::status_hint(&self.cfg, status),
+            };
+            return Err(ClientError::Status {
+                endpoint,
+                status,
+                body: excerpt(&text, self.cfg.api_key.as_deref()),
+                hint,
+                attempts: 0,
+                earlier: Vec::new(),
+            });
         }
-        let body: Value = tokio::time::timeout(wait, resp.json()).await.ok()?.ok()?;
-        window_of(&body, &self.cfg.model)
+        serde_json::from_str(&text).map_err(|_| ClientError::NotOpenAi {
+            endpoint,
+            found: if text.trim_start().starts_with('<') {
+                "an HTML page".into()
+            } else {
+                format!(
+                    "something that is not JSON: {}",
+                    excerpt(&text, self.cfg.api_key.as_deref())
+                )
+            },
+        })
     }
 }
 
-/// The window of `model` in a `/models` list; a list of one model answers
-/// for whatever name was configured (local servers serve one model).
-pub(crate) fn window_of(list: &Value, model: &str) -> Option<u64> {
-    let data = list.get("data")?.as_array()?;
-    let entry = data
-        .iter()
-        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
-        .or_else(|| (data.len() == 1).then(|| &data[0]))?;
+/// The window an entry of the list gives, in the entry or its `meta`.
+fn window_in(entry: &Value) -> Option<u64> {
     let meta = entry.get("meta");
     FIELDS
         .iter()
@@ -58,6 +151,17 @@ pub(crate) fn window_of(list: &Value, model: &str) -> Option<u64> {
                 .and_then(Value::as_u64)
         })
         .filter(|n| *n > 0)
+}
+
+/// The window of `model` in a `/models` list; a list of one model answers
+/// for whatever name was configured (local servers serve one model).
+pub(crate) fn window_of(list: &Value, model: &str) -> Option<u64> {
+    let data = list.get("data")?.as_array()?;
+    let entry = data
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+        .or_else(|| (data.len() == 1).then(|| &data[0]))?;
+    window_in(entry)
 }
 
 #[cfg(test)]

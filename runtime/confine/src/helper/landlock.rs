@@ -18,7 +18,7 @@ use super::process::Grant;
 pub(super) const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// System directories every run may read and execute from.
-pub(super) const SYSTEM_DIRS: &[&str] = &[
+pub const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
