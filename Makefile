@@ -3,7 +3,7 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
 TASK ?= List the files in this workspace and say in two sentences what the project is.
 
-.PHONY: wasm-target tools test-guests build test lint fmt bench run authoring-toolchains authoring-check examples
+.PHONY: wasm-target tools test-guests build install man test lint fmt bench run authoring-toolchains authoring-check examples
 
 ## The guest target, installed once (what a fresh machine lacks).
 wasm-target:
@@ -18,11 +18,23 @@ test-guests: wasm-target
 	cargo build $(WASM) --manifest-path tests/guests/Cargo.toml
 
 ## The warden binary only: a fresh clone builds it without the test guests.
+BIN := $(CARGO_TARGET_DIR)/release/warden
 build: tools
 	cargo build --release -p warden-cli
 	@# The profile has no debug info (Cargo.toml); this drops what the
-	@# standard library brings.
-	strip --strip-debug $(CARGO_TARGET_DIR)/release/warden
+	@# standard library brings. Stripped into a new file renamed over the
+	@# old one: a running warden (`warden mcp` serving an editor) keeps
+	@# its file, which cannot be written while it runs.
+	strip --strip-debug -o $(BIN).stripped $(BIN)
+	mv -f $(BIN).stripped $(BIN)
+
+## warden into ~/.cargo/bin (cargo install's root), built-in tools first.
+install: tools
+	cargo install --locked --path runtime/cli
+
+## The manual pages, from the same definitions as the parser: target/man.
+man: build
+	$(BIN) man --dir $(CARGO_TARGET_DIR)/man
 
 test: tools test-guests
 	cargo build --release --workspace --bins

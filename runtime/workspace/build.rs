@@ -17,10 +17,14 @@ fn main() {
         let path = dir.join(format!("{name}.wasm"));
         println!("cargo:rerun-if-changed={}", path.display());
         if !path.is_file() {
-            panic!(
-                "built-in tool {} is missing: run `make tools` first (it builds tools-wasm/ for wasm32-wasip2)",
+            // `cargo::error` ends the build with this line alone, where a
+            // panic would bury it in a backtrace.
+            println!(
+                "cargo::error=the built-in tool {} is not built: run `make install` (it builds \
+                 the tools, then installs warden), or `make tools` first",
                 path.display()
             );
+            return;
         }
         // The bytes embedded and the hash they are known by come from one
         // read: a copy in OUT_DIR, so that a rebuilt component cannot slip
