@@ -11,7 +11,11 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let dir = std::env::var_os("WARDEN_TOOLS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("../../target/wasm32-wasip2/release"));
+        .unwrap_or_else(|| {
+            // The checkout's target folder, where `make tools` puts them.
+            let checkout = manifest.ancestors().nth(2).expect("runtime/workspace");
+            checkout.join("target/wasm32-wasip2/release")
+        });
     println!("cargo:rerun-if-env-changed=WARDEN_TOOLS_DIR");
     for name in BUILTINS {
         let path = dir.join(format!("{name}.wasm"));
