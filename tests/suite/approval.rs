@@ -320,3 +320,24 @@ fn the_approval_flag_and_the_user_config_choose_when_to_ask() {
         r.stderr
     );
 }
+
+/// The refusal names each grant as written: inside the workspace relative
+/// to it, outside it by its absolute path (never `rw:tmp/...`).
+#[test]
+fn a_refusal_names_grants_outside_the_workspace_by_their_absolute_path() {
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[tools.write_file]\nwrite = [\".\", {:?}]\n",
+        sb.outside.display().to_string()
+    ));
+    sb.trust();
+    let mock = MockLlm::start(vec![
+        calls(&[("w", "write_file", r#"{"path":"new.txt","content":"x"}"#)]),
+        answer("refused"),
+    ]);
+    let r = run(warden(&sb, &mock).args(["run", "write"]));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let refusal = &tool_messages(&mock, 1)[0];
+    let granted = format!("(it is granted rw:. rw:{})", sb.outside.display());
+    assert!(refusal.contains(&granted), "{granted} in {refusal}");
+}

@@ -292,3 +292,76 @@ fn a_missing_workspace_is_a_clear_error() {
         r.stderr
     );
 }
+
+#[test]
+fn the_bash_completion_loads_and_every_shell_gets_one() {
+    let sb = Sandbox::new();
+    let bin = warden_tests::warden_bin();
+    let script = format!(
+        "source <('{}' completions bash) && complete -p warden",
+        bin.display()
+    );
+    let r = run(std::process::Command::new("bash").args(["-c", &script]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("complete "), "{}", r.stdout);
+    assert!(r.stdout.contains(" -F _warden "), "{}", r.stdout);
+    assert!(r.stdout.trim_end().ends_with(" warden"), "{}", r.stdout);
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let r = warden(&sb, &["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
+        // Made from the same definitions as the parser: the new commands
+        // and their flags are in it.
+        for word in ["init", "doctor", "model-check", "completions"] {
+            assert!(r.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let r = warden(&sb, &["completions", "tcsh"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("invalid value 'tcsh'"), "{}", r.stderr);
+}
+
+#[test]
+fn the_manual_page_comes_from_the_parser() {
+    let sb = Sandbox::new();
+    let page = warden(&sb, &["man"]);
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert!(
+        page.stdout.starts_with(".ie \\n(.g .ds Aq"),
+        "{}",
+        page.stdout
+    );
+    assert!(page.stdout.contains(".TH warden 1"), "{}", page.stdout);
+    for word in ["init", "doctor", "models", "completions"] {
+        assert!(page.stdout.contains(word), "the page lacks {word}");
+    }
+    let dir = sb.home.join("man");
+    let r = warden(&sb, &["man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for page in [
+        "warden.1",
+        "warden-init.1",
+        "warden-doctor.1",
+        "warden-tools-call.1",
+    ] {
+        let text =
+            std::fs::read_to_string(dir.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH "), "{page}");
+    }
+    let doctor = std::fs::read_to_string(dir.join("warden-doctor.1")).unwrap();
+    assert!(doctor.contains("model\\-check"), "{doctor}");
+}
+
+#[test]
+fn a_shell_without_a_directory_is_told_what_to_add() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.shell]\nexec = [\"sh\"]\n");
+    sb.trust();
+    let r = warden(&sb, &["tools", "call", "shell", r#"{"command":"true"}"#]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "error (denied): this tool has no directory grant to run a program in: add `write = \
+         [\".\"]` (the workspace, read-write) or `read = [\".\"]` to its [tools.NAME] section \
+         in warden.toml, then run `warden trust`\n"
+    );
+}

@@ -178,8 +178,9 @@ impl ExecPlan {
             return Err(ExecError::Unavailable(why.clone()));
         }
         let cwd = match cmd.cwd.as_deref() {
+            // The grants' doing, not the arguments': denied, with the fix.
             None | Some("") | Some(".") => self.default_cwd.clone().ok_or_else(|| {
-                ExecError::Failed(
+                ExecError::Denied(
                     "this tool has no directory grant to run a program in: add `write = [\".\"]` \
                      (the workspace, read-write) or `read = [\".\"]` to its [tools.NAME] section \
                      in warden.toml, then run `warden trust`"
