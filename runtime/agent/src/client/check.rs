@@ -98,44 +98,8 @@ impl Client {
             req = req.bearer_auth(key);
         }
         let deadline = Instant::now() + self.cfg.request_timeout;
-        let idle = self.cfg.idle_timeout;
-        let timeout = |what: &'static str| ClientError::Timeout {
-            endpoint: endpoint.clone(),
-            what,
-            after: if what == "request" {
-                self.cfg.request_timeout
-            } else {
-                idle
-            },
-            attempts: 0,
-            earlier: Vec::new(),
-        };
-        let resp = match super::attempt::within(idle, deadline, req.send()).await {
-            Ok(Ok(resp)) => resp,
-            Ok(Err(e)) => {
-                return Err(ClientError::Connect {
-                    endpoint,
-                    reason: super::request::describe(&e),
-                    attempts: 0,
-                    earlier: Vec::new(),
-                });
-            }
-            Err(what) => return Err(timeout(what)),
-        };
-        let status = resp.status().as_u16();
-        let text = match super::attempt::within(idle, deadline, resp.text()).await {
-            Ok(Ok(text)) => text,
-            Ok(Err(_)) if status >= 400 => String::new(),
-            Ok(Err(e)) => {
-                return Err(ClientError::Stream {
-                    endpoint,
-                    reason: format!("response body cut: {}", super::request::describe(&e)),
-                    attempts: 0,
-                    earlier: Vec::new(),
-                });
-            }
-            Err(what) => return Err(timeout(what)),
-        };
+        let (status, text) =
+            super::once::once(&endpoint, req, self.cfg.idle_timeout, deadline).await?;
         let reason = excerpt(&text, self.cfg.api_key.as_deref());
         if matches!(status, 400 | 422) {
             return Ok(FeatureCheck::Refused { status, reason });

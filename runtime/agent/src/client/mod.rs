@@ -18,6 +18,7 @@ mod check;
 mod config;
 mod error;
 mod models;
+mod once;
 mod reply;
 mod request;
 mod retry;

@@ -1,7 +1,7 @@
 //! The model's context window as the server reports it in `/models`
 //! (vLLM `max_model_len`, OpenRouter and LM Studio `context_length`, …).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::header::ACCEPT;
 use serde_json::Value;
@@ -77,39 +77,8 @@ impl Client {
         }
         let endpoint = self.models_endpoint();
         let wait = self.cfg.connect_timeout + Duration::from_secs(5);
-        let timed_out = || ClientError::Timeout {
-            endpoint: endpoint.clone(),
-            what: "response",
-            after: wait,
-            attempts: 0,
-            earlier: Vec::new(),
-        };
-        let resp = match tokio::time::timeout(wait, req.send()).await {
-            Ok(Ok(resp)) => resp,
-            Ok(Err(e)) => {
-                return Err(ClientError::Connect {
-                    endpoint,
-                    reason: super::request::describe(&e),
-                    attempts: 0,
-                    earlier: Vec::new(),
-                });
-            }
-            Err(_) => return Err(timed_out()),
-        };
-        let status = resp.status().as_u16();
-        let text = match tokio::time::timeout(wait, resp.text()).await {
-            Ok(Ok(text)) => text,
-            Ok(Err(_)) | Err(_) if status >= 400 => String::new(),
-            Ok(Err(e)) => {
-                return Err(ClientError::Stream {
-                    endpoint,
-                    reason: format!("response body cut: {}", super::request::describe(&e)),
-                    attempts: 0,
-                    earlier: Vec::new(),
-                });
-            }
-            Err(_) => return Err(timed_out()),
-        };
+        let deadline = Instant::now() + 2 * wait;
+        let (status, text) = super::once::once(&endpoint, req, wait, deadline).await?;
         if status >= 400 {
             let hint = match status {
                 404 => " (this server lists no models there: check that the base URL ends in /v1)"
