@@ -50,6 +50,14 @@ fn on_this_machine_every_check_passes_with_a_model_that_answers() {
         "{}",
         r.stdout
     );
+    // The kernel's parts, one line each: this machine confines commands,
+    // so Landlock and user namespaces are there.
+    assert!(commands[1].starts_with("  ✓ Landlock ABI "), "{}", r.stdout);
+    assert!(
+        commands[2].starts_with("  ✓ user namespaces can be made (user.max_user_namespaces = "),
+        "{}",
+        r.stdout
+    );
     assert_eq!(
         group(&r.stdout, "model"),
         vec![
@@ -120,6 +128,15 @@ fn without_user_namespaces_it_reports_what_confinement_holds() {
     let commands = group(&r.stdout, "commands");
     assert!(
         commands[0].starts_with("  ✗ commands cannot be confined here: "),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        commands.contains(
+            &"  ✗ user namespaces are disabled: user.max_user_namespaces = 0 → commands need \
+              them (PID, mount and network namespaces of their own): allow them (`sysctl -w \
+              user.max_user_namespaces=15000`, or your system's setting)"
+        ),
         "{}",
         r.stdout
     );

@@ -35,7 +35,8 @@
 //! `seccomp`, `mounts`, `landlock`.
 //!
 //! This is the one module of the crate with `unsafe`: `clone` and `fork`
-//! (and `mount_setattr` in `mounts`).
+//! (and `mount_setattr` in `mounts`), besides the Landlock version query
+//! in `kernel`.
 //! Both are called from the helper, a fresh single-threaded process.
 
 #![allow(unsafe_code)]
@@ -46,7 +47,7 @@ mod mounts;
 mod process;
 mod seccomp;
 
-pub(crate) use cgroup::remove_cgroups;
+pub(crate) use cgroup::{cgroup_parent, remove_cgroups};
 pub use landlock::SYSTEM_DIRS;
 pub use process::{HELPER_ARG, helper_main};
 pub(crate) use process::{REPORT, SPEC_VAR};

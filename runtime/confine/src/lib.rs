@@ -34,6 +34,8 @@ mod capture;
 #[cfg(target_os = "linux")]
 mod helper;
 #[cfg(target_os = "linux")]
+mod kernel;
+#[cfg(target_os = "linux")]
 mod run;
 mod spec;
 #[cfg(not(target_os = "linux"))]
@@ -42,11 +44,13 @@ mod unsupported;
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main};
 #[cfg(target_os = "linux")]
+pub use kernel::{Kernel, kernel};
+#[cfg(target_os = "linux")]
 pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
 pub use spec::{
     Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable, unenforceable,
 };
 #[cfg(not(target_os = "linux"))]
 pub use unsupported::{
-    HELPER_ARG, SYSTEM_DIRS, Stop, helper_main, probe, run, run_until, set_helper,
+    HELPER_ARG, Kernel, SYSTEM_DIRS, Stop, helper_main, kernel, probe, run, run_until, set_helper,
 };

@@ -15,6 +15,33 @@ fn missing() -> Unavailable {
 /// System directories every run may read (none: nothing runs here).
 pub const SYSTEM_DIRS: &[&str] = &[];
 
+/// What the kernel offers the confinement: nothing here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// The Landlock ABI version, or why there is none.
+    pub landlock: Result<i32, String>,
+    /// Whether new user namespaces may be made, or why not.
+    pub user_namespaces: Result<String, String>,
+    /// The `pids` cgroup a run would be made under.
+    pub pids_cgroup: Option<std::path::PathBuf>,
+    /// The `memory` cgroup a run would be made under.
+    pub memory_cgroup: Option<std::path::PathBuf>,
+    /// Whether warden runs as root.
+    pub root: bool,
+}
+
+/// Reads the facts of this kernel: none of Linux's.
+pub fn kernel() -> Kernel {
+    let none = || Err("Linux only".to_string());
+    Kernel {
+        landlock: none(),
+        user_namespaces: none(),
+        pids_cgroup: None,
+        memory_cgroup: None,
+        root: false,
+    }
+}
+
 /// Never called elsewhere than Linux.
 pub fn helper_main(_args: &[String]) -> ! {
     std::process::exit(125)

@@ -9,6 +9,12 @@ use std::path::Path;
 /// run in, beside warden's own:
 /// `/sys/fs/cgroup/<controller>/<warden's>/warden-confine-<pid>`.
 pub(super) fn cgroup_dir(controller: &str, helper: u32) -> Option<std::path::PathBuf> {
+    cgroup_parent(controller).map(|dir| dir.join(format!("warden-confine-{helper}")))
+}
+
+/// This process's own cgroup (v1) of `controller`, where runs are made,
+/// if that controller is mounted.
+pub(crate) fn cgroup_parent(controller: &str) -> Option<std::path::PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = own.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
@@ -18,12 +24,10 @@ pub(super) fn cgroup_dir(controller: &str, helper: u32) -> Option<std::path::Pat
             .any(|c| c == controller)
             .then(|| path.to_string())
     })?;
-    let dir = Path::new("/sys/fs/cgroup")
-        .join(controller)
-        .join(path.trim_start_matches('/'));
-    dir.join("cgroup.procs")
-        .exists()
-        .then(|| dir.join(format!("warden-confine-{helper}")))
+    let mut dir = Path::new("/sys/fs/cgroup").join(controller);
+    // The root cgroup is `/`: no empty last component.
+    dir.extend(Path::new(&path).components().skip(1));
+    dir.join("cgroup.procs").exists().then_some(dir)
 }
 
 /// Removes the cgroups of the run of helper `helper` (empty once it has
