@@ -52,6 +52,7 @@ pub fn run(
         asker: Arc::new(McpApprove {
             yes,
             client: OnceLock::new(),
+            unreadable: Arc::default(),
         }),
         running: Mutex::default(),
     }));
@@ -69,6 +70,8 @@ pub fn run(
     let stdin = UntilClosed {
         inner: stdin,
         state: Some(state.clone()),
+        unreadable: state.asker.unreadable.clone(),
+        line: Vec::new(),
     };
     let served = rt.block_on(async move {
         let running = server
@@ -90,10 +93,49 @@ pub fn run(
 /// The server's stdin, which says when the client closed it: the calls
 /// still running are cancelled then. rmcp waits up to 5 s for the answers
 /// of calls in flight once its input ends, and a tool may have minutes left.
+/// While a question is put to the client's user, it also watches for an
+/// answer rmcp cannot read (rmcp drops it, and the question would wait out
+/// its time): the question is told at once.
 struct UntilClosed<R> {
     inner: R,
     /// Whose calls to cancel; taken when they are.
     state: Option<Arc<State>>,
+    unreadable: Arc<Unreadable>,
+    /// The line read so far, while a question waits.
+    line: Vec<u8>,
+}
+
+/// Longest line looked at for an unreadable answer.
+const ANSWER_MAX: usize = 1 << 20;
+
+/// Answers of the client that rmcp cannot read, for the questions waiting.
+#[derive(Default)]
+struct Unreadable {
+    /// Questions waiting for an answer.
+    asking: std::sync::atomic::AtomicUsize,
+    /// Why the last unreadable answer was.
+    why: Mutex<Option<String>>,
+    told: tokio::sync::Notify,
+}
+
+impl Unreadable {
+    /// Looks at a line from the client while a question waits: one that
+    /// is a response but not one rmcp can read is told to the questions.
+    fn look(&self, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let why = match serde_json::from_slice::<Value>(line) {
+            Err(e) => format!("it is not JSON ({e})"),
+            Ok(v) if v.get("method").is_some() || v.get("id").is_none() => return,
+            Ok(_) => match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(line) {
+                Ok(_) => return,
+                Err(e) => format!("it is not a well-formed answer ({e})"),
+            },
+        };
+        *self.why.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        self.told.notify_waiters();
+    }
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for UntilClosed<R> {
@@ -104,6 +146,24 @@ impl<R: AsyncRead + Unpin> AsyncRead for UntilClosed<R> {
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let asking = self
+            .unreadable
+            .asking
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0;
+        if !asking {
+            self.line.clear();
+        } else if let Poll::Ready(Ok(())) = &polled {
+            let this = &mut *self;
+            for &b in &buf.filled()[before..] {
+                if b == b'\n' {
+                    this.unreadable.look(&this.line);
+                    this.line.clear();
+                } else if this.line.len() < ANSWER_MAX {
+                    this.line.push(b);
+                }
+            }
+        }
         let ended = match &polled {
             Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
             Poll::Ready(Err(_)) => true,
@@ -239,6 +299,8 @@ struct McpApprove {
     /// The client, and the runtime its session runs on, from its first
     /// call.
     client: OnceLock<(Peer<RoleServer>, tokio::runtime::Handle)>,
+    /// Answers rmcp could not read, seen on stdin.
+    unreadable: Arc<Unreadable>,
 }
 
 impl McpApprove {
@@ -252,39 +314,76 @@ impl McpApprove {
         {
             return None;
         }
-        let mut args = request.arguments.to_string();
-        if args.len() > SHOWN_ARGS {
-            let mut end = SHOWN_ARGS;
-            while !args.is_char_boundary(end) {
-                end -= 1;
-            }
-            args.truncate(end);
-            args.push_str(" …");
-        }
-        let message = format!(
-            "warden: allow `{}` with {}? It needs approval: {needs}.",
-            request.tool,
-            inert(&args)
-        );
+        let message = warden_workspace::question(request, needs, SHOWN_ARGS);
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message,
             requested_schema: ElicitationSchema::new(BTreeMap::new()),
         };
-        let answer = rt.block_on(peer.create_elicitation_with_timeout(params, Some(ASK_TIMEOUT)));
+        let unreadable = &self.unreadable;
+        unreadable
+            .asking
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = rt.block_on(async {
+            let told = unreadable.told.notified();
+            tokio::pin!(told);
+            told.as_mut().enable();
+            tokio::select! {
+                a = peer.create_elicitation_with_timeout(params, Some(ASK_TIMEOUT)) => Ok(a),
+                () = told => Err(unreadable.why.lock().unwrap_or_else(|e| e.into_inner()).take()),
+            }
+        });
+        unreadable
+            .asking
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        let tool = request.tool;
         Some(match answer {
-            Ok(a) if a.action == ElicitationAction::Accept => Verdict::Allow,
-            Ok(_) => Verdict::Refuse(format!(
-                "refused: the user declined `{}` in the MCP client",
-                request.tool
+            Ok(Ok(a)) if a.action == ElicitationAction::Accept => match &a.content {
+                // Nothing was asked for: a well-formed accept carries nothing.
+                None => Verdict::Allow,
+                Some(Value::Object(m)) if m.is_empty() => Verdict::Allow,
+                Some(other) => Verdict::Refuse(format!(
+                    "refused: the MCP client's answer accepted `{tool}` with content the \
+                     question did not ask for ({}), so it is not taken as the user's yes; \
+                     nothing ran",
+                    inert(&truncated(&other.to_string(), 200))
+                )),
+            },
+            Ok(Ok(a)) => Verdict::Refuse(format!(
+                "refused: the user {} `{tool}` in the MCP client; nothing ran",
+                if a.action == ElicitationAction::Decline {
+                    "declined"
+                } else {
+                    "cancelled the question about"
+                }
             )),
-            Err(e) => Verdict::Refuse(format!(
-                "refused: `{}` needs approval and the user could not be asked ({e}); the user \
-                 can restart the server with `warden mcp --yes` to allow such calls",
-                request.tool
+            Ok(Err(rmcp::service::ServiceError::UnexpectedResponse)) => Verdict::Refuse(format!(
+                "refused: the MCP client's answer to the question about `{tool}` could not be \
+                 read (it is not an elicitation result); nothing ran"
+            )),
+            Ok(Err(e)) => Verdict::Refuse(format!(
+                "refused: `{tool}` needs approval and the user could not be asked ({e}); the user \
+                 can restart the server with `warden mcp --yes` to allow such calls"
+            )),
+            Err(why) => Verdict::Refuse(format!(
+                "refused: the MCP client's answer to the question about `{tool}` could not be \
+                 read ({}); nothing ran",
+                why.unwrap_or_else(|| "unknown".into())
             )),
         })
     }
+}
+
+/// At most `max` bytes of `s`, on a character boundary, with `…` when cut.
+fn truncated(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 impl Approve for McpApprove {

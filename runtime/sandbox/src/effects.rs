@@ -115,6 +115,29 @@ impl Effects {
         }
     }
 
+    /// Whether argument `name` is one these effects show: a path, the new
+    /// content of a write, or the flag of a delete, copy or move.
+    pub fn covers(&self, name: &str) -> bool {
+        self.touches.iter().any(|t| {
+            t.argument == name
+                || match &t.access {
+                    Access::Write(Content::Whole(c)) => c == name,
+                    Access::Write(Content::Replace(r)) => {
+                        r.old == name || r.new == name || r.all.as_deref() == Some(name)
+                    }
+                    Access::Delete(f) | Access::CopyTo(f) | Access::MoveTo(f) => {
+                        f.as_deref() == Some(name)
+                    }
+                    _ => false,
+                }
+        })
+    }
+
+    /// Whether argument `name` holds a path these effects name.
+    pub fn is_path(&self, name: &str) -> bool {
+        self.touches.iter().any(|t| t.argument == name)
+    }
+
     /// The touches that change what is at their path.
     pub fn changes(&self) -> impl Iterator<Item = &Touch> {
         self.touches.iter().filter(|t| t.access.changes())

@@ -312,3 +312,83 @@ fn a_client_that_goes_away_stops_the_call_it_left_running() {
     );
     assert_eq!(warden_tests::sleeping("777410"), Vec::<u32>::new());
 }
+
+/// A client that can ask its user, driven by hand: `initialize` with the
+/// elicitation capability, then a `write_file` call whose question comes
+/// back; `answer` is sent for it (`{id}` stands for the question's id).
+/// The call's result, and how long the answer took to come back.
+fn answered_by_hand(sb: &Sandbox, answer: &str) -> (Value, Duration) {
+    let mut mcp = Raw::start(sb);
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+    );
+    mcp.read();
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    // A long content before the path: the question names the file first.
+    let content = "y".repeat(5_000);
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "write_file",
+            "arguments": {"content": content, "path": ".git/hooks/pre-commit"}}})
+        .to_string(),
+    );
+    let question = mcp.read();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let message = question["params"]["message"].as_str().unwrap().to_string();
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(
+        lines[1..3],
+        ["It will:", "  write .git/hooks/pre-commit"],
+        "{message}"
+    );
+    assert!(message.ends_with("more bytes left out)"), "{message}");
+    let id = question["id"].to_string();
+    let start = std::time::Instant::now();
+    mcp.send(&answer.replace("{id}", &id));
+    let result = mcp.read();
+    (result, start.elapsed())
+}
+
+/// The question names the file first, whatever the order and size of the
+/// arguments; only a well-formed accept runs the call; an answer that
+/// does not parse is a refusal at once, not after the question's time.
+#[test]
+fn only_a_well_formed_accept_runs_a_call_and_the_question_names_the_file_first() {
+    let sb = Sandbox::new();
+    let hook = sb.ws.join(".git/hooks/pre-commit");
+    for (answer, why) in [
+        (
+            r#"{"jsonrpc":"2.0","id":{id},"result":{"action":"accept","content":{"x":1}}}"#,
+            "content the question did not ask for",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{id},"result":{"action":"maybe"}}"#,
+            "could not be read",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{id},"result":"#,
+            "could not be read",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{id},"result":{"action":"decline"}}"#,
+            "declined",
+        ),
+    ] {
+        let (result, took) = answered_by_hand(&sb, answer);
+        assert_eq!(result["id"], 2, "{answer}: {result}");
+        assert_eq!(result["result"]["isError"], true, "{answer}: {result}");
+        let text = result["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(why), "{answer}: {text}");
+        assert!(took < Duration::from_secs(10), "{answer}: {took:?}");
+        assert!(!hook.exists(), "{answer}");
+    }
+    let (result, _) = answered_by_hand(
+        &sb,
+        r#"{"jsonrpc":"2.0","id":{id},"result":{"action":"accept","content":{}}}"#,
+    );
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert!(hook.is_file());
+}

@@ -255,21 +255,7 @@ fn other_arguments(effects: &Effects, args: &Value) -> String {
     let Some(map) = args.as_object() else {
         return String::new();
     };
-    let covered = |name: &str| {
-        effects.touches.iter().any(|t| {
-            t.argument == name
-                || match &t.access {
-                    Access::Write(Content::Whole(c)) => c == name,
-                    Access::Write(Content::Replace(r)) => {
-                        r.old == name || r.new == name || r.all.as_deref() == Some(name)
-                    }
-                    Access::Delete(f) | Access::CopyTo(f) | Access::MoveTo(f) => {
-                        f.as_deref() == Some(name)
-                    }
-                    _ => false,
-                }
-        })
-    };
+    let covered = |name: &str| effects.covers(name);
     let mut out = String::new();
     for (name, value) in map.iter().filter(|(n, _)| !covered(n)) {
         let text = match value {
