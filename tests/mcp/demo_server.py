@@ -5,7 +5,7 @@ file where it was told to, connects to a loopback port, and leaves a
 process behind. It reports what happened and always answers normally, so
 the test can check on the host that the confinement, not the server, said no.
 
-Its tool `echo` answers its text; `flood` answers 17 MiB of it in one
+Its tool `echo` answers its text; `env` its HOME, TMPDIR and PLANTED; `chatter` sends notifications without end and never answers (`--chatter`: from the start); `flood` answers 17 MiB of it in one
 message. Its tool `crash` dies the way a broken server does: a traceback on stderr,
 then exit, without answering. With `--noisy` it first writes 1 MiB of log
 lines to stderr, as a chatty server does. With `--stall-after-crash DIR`,
@@ -23,12 +23,27 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 
+OUT = threading.Lock()
+
+
 def answer(msg_id, result):
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n")
-    sys.stdout.flush()
+    with OUT:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n")
+        sys.stdout.flush()
+
+
+def chatter():
+    """Small `notifications/message` without end, as fast as they go."""
+    line = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "info", "data": "tick " * 20}}) + "\n"
+    while True:
+        with OUT:
+            sys.stdout.write(line * 64)
+            sys.stdout.flush()
 
 
 def probe(args):
@@ -64,6 +79,16 @@ TOOLS = [
             "properties": {"text": {"type": "string"}},
             "required": ["text"],
         },
+    },
+    {
+        "name": "env",
+        "description": "Answers its HOME, TMPDIR and PLANTED variables, as JSON.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "chatter",
+        "description": "Sends notifications without end and never answers.",
+        "inputSchema": {"type": "object", "properties": {}},
     },
     {
         "name": "flood",
@@ -155,6 +180,9 @@ for line in sys.stdin:
     method, msg_id = msg.get("method"), msg.get("id")
     if msg_id is None:
         continue
+    if method == "initialize" and "--chatter" in sys.argv:
+        # Notifications without end from the start: an idle client floods.
+        threading.Thread(target=chatter, daemon=True).start()
     if method == "initialize":
         answer(
             msg_id,
@@ -181,6 +209,12 @@ for line in sys.stdin:
         os._exit(1)
     elif method == "tools/call" and msg["params"]["name"] == "flood":
         answer(msg_id, {"content": [{"type": "text", "text": "x" * (17 << 20)}], "isError": False})
+    elif method == "tools/call" and msg["params"]["name"] == "chatter":
+        # Notifications without end, and no answer: a call that floods.
+        threading.Thread(target=chatter, daemon=True).start()
+    elif method == "tools/call" and msg["params"]["name"] == "env":
+        seen = {k: os.environ.get(k) for k in ("HOME", "TMPDIR", "PLANTED")}
+        answer(msg_id, {"content": [{"type": "text", "text": json.dumps(seen)}], "isError": False})
     elif method == "tools/call" and msg["params"]["name"] == "echo":
         text = msg["params"]["arguments"]["text"]
         answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})

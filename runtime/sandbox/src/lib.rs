@@ -65,6 +65,6 @@ pub use outcome::{CallOutcome, ErrorKind, ToolError, cap_output};
 pub use process::resolve_program;
 pub use secrets::SECRETS_FILE;
 pub use source::ComponentSource;
-pub use spec::{ToolSpec, check_parameters};
+pub use spec::{ArgsCheck, ToolSpec};
 pub use wasi::{Mount, mounts};
 pub use watchdog::CallControl;

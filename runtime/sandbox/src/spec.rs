@@ -124,14 +124,53 @@ fn compile(parameters: &Value) -> Result<jsonschema::Validator, String> {
         .map_err(|e| format!("parameters is not a valid JSON Schema: {e}"))
 }
 
-/// Checks the argument schema of a tool that does not come from a
-/// component (an MCP server's), `bytes` long, as a component's is
-/// checked: bounded, a schema of an object, and one that compiles. The
-/// error says what is wrong.
-pub fn check_parameters(parameters: &Value, bytes: usize) -> Result<(), String> {
-    crate::schema::check(parameters, bytes)?;
-    object_schema(parameters)?;
-    compile(parameters).map(drop)
+/// The argument schema of a tool that does not come from a component (an
+/// MCP server's), checked and compiled as a component's is: calls are
+/// validated against it before they are sent, with the same messages.
+pub struct ArgsCheck(CheckedSpec);
+
+impl std::fmt::Debug for ArgsCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ArgsCheck").field(&self.0.spec.name).finish()
+    }
+}
+
+impl ArgsCheck {
+    /// Checks `parameters` (`bytes` long) of tool `name`: bounded, a
+    /// schema of an object, one that compiles. The error says what is
+    /// wrong.
+    pub fn new(name: &str, parameters: &Value, bytes: usize) -> Result<ArgsCheck, String> {
+        crate::schema::check(parameters, bytes)?;
+        object_schema(parameters)?;
+        let validator = compile(parameters)?;
+        Ok(ArgsCheck(CheckedSpec {
+            spec: ToolSpec {
+                name: name.to_string(),
+                description: String::new(),
+                parameters: parameters.clone(),
+                aliases: Vec::new(),
+                mutates: false,
+                effects: None,
+            },
+            validator: OnceLock::from(Ok(validator)),
+        }))
+    }
+
+    /// Validates a call's arguments; the error tells the model how to call.
+    pub fn check(&self, args: &Value) -> Result<(), ToolError> {
+        if !args.is_object() {
+            return Err(ToolError::new(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "arguments for `{}` must be a JSON object, not {}. Expected: {}",
+                    self.0.spec.name,
+                    warden_policy::json_kind(args),
+                    self.0.usage()
+                ),
+            ));
+        }
+        self.0.check_args(args)
+    }
 }
 
 impl CheckedSpec {

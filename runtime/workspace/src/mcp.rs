@@ -121,6 +121,16 @@ pub struct McpTool {
     server: usize,
     /// Its name on the server.
     remote: String,
+    /// Its schema, compiled: a call is checked against it before it is
+    /// sent, as a component's is.
+    check: Arc<warden_sandbox::ArgsCheck>,
+}
+
+impl McpTool {
+    /// Checks a call's arguments against the server's schema for it.
+    pub fn check(&self, args: &Value) -> Result<(), warden_sandbox::ToolError> {
+        self.check.check(args)
+    }
 }
 
 struct Running {
@@ -135,7 +145,7 @@ struct Live {
     stderr: Option<ProcessOutput>,
     /// Ends the process and everything it started when dropped (none for
     /// a URL server).
-    _process: Option<warden_confine::Confined>,
+    _process: Option<ServerProcess>,
     /// Times its process was started again after it exited.
     restarts: u32,
     /// The checked HTTP client of a server at a URL, which knows why a
@@ -159,7 +169,7 @@ type Listed = (RunningService<RoleClient, ()>, Vec<Tool>);
 struct Opened {
     listed: Listed,
     /// Its confined process and stderr (a server started by command).
-    process: Option<(warden_confine::Confined, ProcessOutput)>,
+    process: Option<(ServerProcess, ProcessOutput)>,
     /// Its checked HTTP client (a server at a URL).
     http: Option<CheckedHttp>,
 }

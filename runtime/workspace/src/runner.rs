@@ -225,7 +225,8 @@ impl SandboxRunner {
 
 impl SandboxRunner {
     /// A call of an MCP server's tool: approval follows from what the
-    /// server's process is granted; its arguments are the server's to check.
+    /// server's process is granted; its arguments are checked against the
+    /// server's schema first (nobody is asked about a call that cannot run).
     fn run_mcp(
         &self,
         mcp: &McpTools,
@@ -233,6 +234,14 @@ impl SandboxRunner {
         arguments: &Value,
         cancel: &CallCancel,
     ) -> ToolResult {
+        if let Err(e) = tool.check(arguments) {
+            return ToolResult {
+                ok: false,
+                output: e.to_string(),
+                error_kind: Some(e.kind.label().to_string()),
+                ..ToolResult::default()
+            };
+        }
         let request = ApprovalRequest {
             tool: &tool.def.name,
             origin: Origin::Workspace,

@@ -1167,3 +1167,184 @@ fn a_restart_that_hangs_ends_with_the_calls_time_limit() {
         "{said}"
     );
 }
+
+/// The `pythonX.Y` of the system Python, as its user site names it.
+fn python_version_dir() -> String {
+    let out = Command::new(system_python())
+        .args([
+            "-c",
+            "import sys; print(f'python{sys.version_info[0]}.{sys.version_info[1]}')",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A server's HOME and TMPDIR are private folders outside its grants,
+/// made for each start: a `usercustomize.py` a model plants where HOME
+/// used to be (its first grant) does not run at the next start, and
+/// neither does one under the workspace.
+#[test]
+fn a_planted_usercustomize_does_not_run_and_home_is_never_a_grant() {
+    let (sb, _) = with_demo_server(&[]);
+    let plant = "import os\nos.environ['PLANTED'] = 'yes'\n";
+    for home in [sb.ws.join("server"), sb.ws.clone()] {
+        let site = home
+            .join(".local/lib")
+            .join(python_version_dir())
+            .join("site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::write(site.join("usercustomize.py"), plant).unwrap();
+    }
+    sb.policy(&format!(
+        "{}[tools.demo__env]\n",
+        std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap()
+    ));
+    sb.trust();
+    let out = run_ok(sb.warden().args(["tools", "call", "demo__env", "{}"]));
+    let seen: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(seen["PLANTED"], Value::Null, "{seen}");
+    let home = PathBuf::from(seen["HOME"].as_str().unwrap());
+    assert!(!home.starts_with(&sb.ws), "{seen}");
+    assert!(
+        seen["TMPDIR"]
+            .as_str()
+            .unwrap()
+            .starts_with(home.to_str().unwrap())
+    );
+    // Made for the start, removed after.
+    assert!(!home.exists(), "{seen}");
+}
+
+/// A server run as a module (`-m mod`) has the module's tree pinned like a
+/// script: the trust diff names it, and a change to any file of it keeps
+/// the server from starting until trusted again.
+#[test]
+fn a_module_server_has_its_tree_pinned() {
+    let sb = Sandbox::new();
+    let pkg = sb.ws.join("srv");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::copy(script("demo_server.py"), pkg.join("__main__.py")).unwrap();
+    std::fs::write(pkg.join("helper.py"), "X = 1\n").unwrap();
+    sb.policy(&format!(
+        "[mcp.demo]\ncommand = [{:?}, \"-m\", \"srv\"]\nread = [\".\"]\n\n[tools.demo__echo]\n",
+        system_python()
+    ));
+    let diff = run(sb.warden().arg("trust"));
+    assert!(diff.stdout.contains("-m srv"), "{}", diff.stdout);
+    let out = run_ok(
+        sb.warden()
+            .args(["tools", "call", "demo__echo", r#"{"text":"hi"}"#]),
+    );
+    assert_eq!(out.trim(), "hi");
+    // Any file of the tree, not only the one run first.
+    std::fs::write(pkg.join("helper.py"), "X = 2\n").unwrap();
+    let r = run(sb
+        .warden()
+        .args(["tools", "call", "demo__echo", r#"{"text":"hi"}"#]));
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("-m srv") && r.stderr.contains("not as you trusted it"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// warden's resident memory, from `/proc` (Linux), in KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The most memory `child` held, sampled every 50 ms until it exits.
+fn peak_rss_until_exit(child: &mut std::process::Child) -> u64 {
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        peak = peak.max(rss_kib(child.id()).unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    peak
+}
+
+/// A server that sends notifications without end, during a call: warden
+/// holds no more of them than it reads (its memory stays small), drops
+/// what passes the rate, and stops the server; the call ends by its time
+/// limit, saying why.
+#[test]
+fn a_server_flooding_notifications_during_a_call_is_bounded_and_stopped() {
+    let (sb, _) = with_demo_server(&[]);
+    let policy = std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap();
+    sb.policy(&format!(
+        "{policy}timeout = \"5s\"\n\n[tools.demo__chatter]\n"
+    ));
+    sb.trust();
+    let start = std::time::Instant::now();
+    let mut child = sb
+        .warden()
+        .args(["tools", "call", "demo__chatter", "{}"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peak = peak_rss_until_exit(&mut child);
+    let took = start.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(peak < 100 << 10, "peak RSS {peak} KiB: {text}");
+    assert!(took < Duration::from_secs(7), "{took:?}: {text}");
+    assert!(
+        text.contains("was stopped: it sent messages of its own (notifications)"),
+        "{text}"
+    );
+}
+
+/// The same flood from the start, with no call at all: an idle `warden
+/// mcp` session stays small.
+#[test]
+fn an_idle_warden_mcp_stays_small_under_a_notification_flood() {
+    let (sb, _) = with_demo_server(&["--chatter"]);
+    let mut child = sb
+        .warden()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        peak = peak.max(rss_kib(child.id()).unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(child.stdin.take());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(peak > 0 && peak < 100 << 10, "peak RSS {peak} KiB");
+}
+
+/// A call of an MCP tool is checked against the server's own schema
+/// before it is sent, as a component's is: the model reads what is wrong.
+#[test]
+fn mcp_tool_arguments_are_checked_against_the_servers_schema() {
+    let (sb, _) = with_demo_server(&[]);
+    let policy = std::fs::read_to_string(sb.ws.join("warden.toml")).unwrap();
+    sb.policy(&format!("{policy}\n[tools.demo__echo]\n"));
+    sb.trust();
+    for args in [r#"{"text": 5}"#, "{}", "[1]"] {
+        let r = run(sb.warden().args(["tools", "call", "demo__echo", args]));
+        assert_ne!(r.code, 0, "{args}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("error (invalid arguments)") && r.stderr.contains("demo__echo"),
+            "{args}: {}",
+            r.stderr
+        );
+    }
+    let ok = run_ok(
+        sb.warden()
+            .args(["tools", "call", "demo__echo", r#"{"text":"hi"}"#]),
+    );
+    assert_eq!(ok.trim(), "hi");
+}

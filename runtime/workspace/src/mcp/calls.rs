@@ -15,11 +15,13 @@ impl McpTools {
             error_kind: Some(kind.to_string()),
             ..ToolResult::default()
         };
-        let Value::Object(map) = arguments.clone() else {
-            return fail(
-                "invalid_arguments",
-                "the arguments must be a JSON object".into(),
-            );
+        // Checked against the server's own schema first, as a
+        // component's call is.
+        if let Err(e) = tool.check(&arguments) {
+            return fail(e.kind.label(), e.to_string());
+        }
+        let Value::Object(map) = arguments else {
+            unreachable!("the schema check takes objects only");
         };
         let started = Instant::now();
         let Connection {
@@ -79,6 +81,17 @@ impl McpTools {
                     format!(
                         "MCP server `{server}` failed the call: {why}{}; ask the tool for less \
                      data per call",
+                        self.restart_note(running)
+                    ),
+                )
+            }
+            Ok(Ok(Err(_)))
+                if let Some(why) = stderr_tail.as_ref().and_then(ProcessOutput::flooded) =>
+            {
+                fail(
+                    "failed",
+                    format!(
+                        "MCP server `{server}` was stopped: {why}{}",
                         self.restart_note(running)
                     ),
                 )

@@ -48,7 +48,7 @@ impl McpTools {
         server: McpServer,
         client: RunningService<RoleClient, ()>,
         mut listed: Vec<Tool>,
-        (process, stderr): (Option<warden_confine::Confined>, Option<ProcessOutput>),
+        (process, stderr): (Option<ServerProcess>, Option<ProcessOutput>),
         http: Option<CheckedHttp>,
     ) {
         let at = self.servers.len();
@@ -93,15 +93,18 @@ impl McpTools {
             }
             // Checked as a component's schema is: one that does not compile
             // would fail every request it is sent with.
-            if let Err(why) = warden_sandbox::check_parameters(&parameters, schema_len) {
-                self.problems.push(format!(
-                    "MCP server `{}`: tool `{}` is left out: {}",
-                    server.name,
-                    inert(&tool.name),
-                    inert(&why)
-                ));
-                continue;
-            }
+            let check = match warden_sandbox::ArgsCheck::new(&exposed, &parameters, schema_len) {
+                Ok(check) => check,
+                Err(why) => {
+                    self.problems.push(format!(
+                        "MCP server `{}`: tool `{}` is left out: {}",
+                        server.name,
+                        inert(&tool.name),
+                        inert(&why)
+                    ));
+                    continue;
+                }
+            };
             let mut description = tool.description.as_deref().unwrap_or("").to_string();
             if description.len() > DESCRIPTION_MAX {
                 self.problems.push(format!(
@@ -134,6 +137,7 @@ impl McpTools {
                 },
                 server: at,
                 remote: tool.name.to_string(),
+                check: Arc::new(check),
             });
         }
         if !over_budget.is_empty() {

@@ -90,6 +90,11 @@ pub(super) struct Tail {
     /// A message on stdout passed [`MAX_MESSAGE`]: its connection was
     /// closed on it.
     oversized: AtomicBool,
+    /// It flooded warden with messages of its own (notifications,
+    /// requests) past [`FLOOD_SECONDS`]: its connection was closed.
+    flooded: AtomicBool,
+    /// Messages of its own dropped for going past the rate.
+    dropped: std::sync::atomic::AtomicU64,
     ending: tokio::sync::Notify,
 }
 
@@ -150,6 +155,25 @@ impl ProcessOutput {
         })
     }
 
+    /// Says why the connection closed, when the server flooded it.
+    pub(super) fn flooded(&self) -> Option<String> {
+        self.0.flooded.load(Ordering::Relaxed).then(|| {
+            format!(
+                "it sent messages of its own (notifications) faster than {SELF_MESSAGES} a \
+                 second or {} KiB a second for {FLOOD_SECONDS} s, so warden closed its \
+                 connection ({} were dropped first)",
+                SELF_BYTES >> 10,
+                self.0.dropped.load(Ordering::Relaxed)
+            )
+        })
+    }
+
+    /// Why the connection closed, when warden closed it: a message too
+    /// long, or a flood.
+    pub(super) fn closed(&self) -> Option<String> {
+        self.oversized().or_else(|| self.flooded())
+    }
+
     /// The last [`STDERR_LINES`] lines that are not blank, joined by ` | `.
     pub(super) fn last_lines(&self) -> Option<String> {
         let bytes: Vec<u8> = {
@@ -168,15 +192,160 @@ impl ProcessOutput {
     }
 }
 
-/// A server's stdout, as the client reads it: one message is one line,
-/// and a line longer than [`MAX_MESSAGE`] ends the stream with an error
-/// (rmcp would drop it and leave the call waiting for an answer that never
-/// comes, until its timeout). [`ProcessOutput::oversized`] says so.
+/// Messages a server sends of its own accord (notifications, requests)
+/// passed on each second at most; past it they are dropped.
+pub(super) const SELF_MESSAGES: u32 = 200;
+/// Bytes of such messages passed on each second at most.
+pub(super) const SELF_BYTES: usize = 256 << 10;
+/// Seconds in a row with messages dropped after which the server's
+/// connection is closed: it floods.
+pub(super) const FLOOD_SECONDS: u32 = 3;
+/// Lines longer than this are answers (a tool's result), never looked at
+/// as messages of the server's own: those are small.
+const LOOK: usize = 64 << 10;
+
+/// A server's stdout, as the client reads it: one message is one line.
+/// A line longer than [`MAX_MESSAGE`] ends the stream with an error (rmcp
+/// would drop it and leave the call waiting for an answer that never
+/// comes, until its timeout); [`ProcessOutput::oversized`] says so.
+/// Messages the server sends of its own accord (a line with a `method`)
+/// are passed on at most [`SELF_MESSAGES`] and [`SELF_BYTES`] a second,
+/// the rest dropped; dropping in [`FLOOD_SECONDS`] seconds in a row ends
+/// the stream ([`ProcessOutput::flooded`]). What warden holds of a server's
+/// traffic is therefore one short line and one read, whatever it sends.
 pub(super) struct MessageCap {
-    pub(super) stdout: Receiver,
+    stdout: Receiver,
     /// Bytes of the current line so far.
-    pub(super) line: usize,
-    pub(super) output: ProcessOutput,
+    line: usize,
+    /// The current line while it is short enough to be looked at.
+    pending: Vec<u8>,
+    /// Bytes read and kept, not yet handed to the client.
+    ready: Vec<u8>,
+    at: usize,
+    rate: Rate,
+    output: ProcessOutput,
+}
+
+/// The messages of a server's own passed in the current second.
+struct Rate {
+    second: Instant,
+    messages: u32,
+    bytes: usize,
+    /// Whether one was dropped this second, and in how many seconds in a
+    /// row (this one included) one was.
+    dropping: bool,
+    streak: u32,
+}
+
+impl MessageCap {
+    pub(super) fn new(stdout: Receiver, output: ProcessOutput) -> MessageCap {
+        MessageCap {
+            stdout,
+            line: 0,
+            pending: Vec::new(),
+            ready: Vec::new(),
+            at: 0,
+            rate: Rate {
+                second: Instant::now(),
+                messages: 0,
+                bytes: 0,
+                dropping: false,
+                streak: 0,
+            },
+            output,
+        }
+    }
+
+    /// Takes in `bytes` read from the server. An error ends the stream.
+    fn take(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        for (i, part) in bytes.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                self.end_line()?;
+            }
+            self.line += part.len();
+            if self.line > MAX_MESSAGE {
+                self.output.0.oversized.store(true, Ordering::Relaxed);
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "a message longer than warden reads",
+                ));
+            }
+            if self.line <= LOOK {
+                self.pending.extend_from_slice(part);
+            } else {
+                // An answer: passed on as it comes.
+                self.ready.append(&mut self.pending);
+                self.ready.extend_from_slice(part);
+            }
+        }
+        Ok(())
+    }
+
+    /// A line ended: passed on, or dropped when it is a message of the
+    /// server's own past the rate.
+    fn end_line(&mut self) -> std::io::Result<()> {
+        let long = self.line > LOOK;
+        self.line = 0;
+        if long {
+            self.ready.push(b'\n');
+            return Ok(());
+        }
+        let line = std::mem::take(&mut self.pending);
+        if own_message(&line) && !self.rate.allows(line.len() + 1) {
+            self.output.0.dropped.fetch_add(1, Ordering::Relaxed);
+            if self.rate.streak >= FLOOD_SECONDS {
+                self.output.0.flooded.store(true, Ordering::Relaxed);
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the server floods warden with messages",
+                ));
+            }
+            return Ok(());
+        }
+        self.ready.extend_from_slice(&line);
+        self.ready.push(b'\n');
+        Ok(())
+    }
+}
+
+impl Rate {
+    /// Whether a message of `len` bytes may pass now.
+    fn allows(&mut self, len: usize) -> bool {
+        let now = Instant::now();
+        if now.duration_since(self.second) >= Duration::from_secs(1) {
+            // The streak counts seconds in a row with drops: a calm second
+            // (or a gap) ends it.
+            let next = now.duration_since(self.second) < Duration::from_secs(2);
+            if !(self.dropping && next) {
+                self.streak = 0;
+            }
+            self.second = now;
+            self.messages = 0;
+            self.bytes = 0;
+            self.dropping = false;
+        }
+        if self.messages < SELF_MESSAGES && self.bytes + len <= SELF_BYTES {
+            self.messages += 1;
+            self.bytes += len;
+            return true;
+        }
+        if !self.dropping {
+            self.dropping = true;
+            self.streak += 1;
+        }
+        false
+    }
+}
+
+/// Whether `line` is a message the server sends of its own accord (one
+/// with a `method`: a notification or a request), not an answer.
+fn own_message(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Probe>(line).is_ok_and(|p| p.method.is_some())
 }
 
 impl tokio::io::AsyncRead for MessageCap {
@@ -185,23 +354,21 @@ impl tokio::io::AsyncRead for MessageCap {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        std::task::ready!(std::pin::Pin::new(&mut self.stdout).poll_read(cx, buf))?;
-        let mut line = self.line;
-        for (i, part) in buf.filled()[before..].split(|&b| b == b'\n').enumerate() {
-            if i > 0 {
-                line = 0;
+        let this = &mut *self;
+        while this.at == this.ready.len() {
+            this.ready.clear();
+            this.at = 0;
+            let mut scratch = [0u8; 16 << 10];
+            let mut read = tokio::io::ReadBuf::new(&mut scratch);
+            std::task::ready!(std::pin::Pin::new(&mut this.stdout).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                return std::task::Poll::Ready(Ok(())); // the end
             }
-            line += part.len();
-            if line > MAX_MESSAGE {
-                self.output.0.oversized.store(true, Ordering::Relaxed);
-                return std::task::Poll::Ready(Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    "a message longer than warden reads",
-                )));
-            }
+            this.take(read.filled())?;
         }
-        self.line = line;
+        let n = buf.remaining().min(this.ready.len() - this.at);
+        buf.put_slice(&this.ready[this.at..this.at + n]);
+        this.at += n;
         std::task::Poll::Ready(Ok(()))
     }
 }
