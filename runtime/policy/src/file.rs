@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, de::Error as _};
+use toml::Spanned;
 
 use crate::caps::Capability;
 use crate::network::HostPattern;
@@ -16,9 +17,10 @@ pub struct PolicyFile {
     /// Default limits for every tool.
     #[serde(default)]
     pub limits: LimitSection,
-    /// Per-tool sections, keyed by tool name.
+    /// Per-tool sections, keyed by tool name; each with where it is in the
+    /// text, for the errors found once the file is read.
     #[serde(default)]
-    pub tools: BTreeMap<ToolName, ToolSection>,
+    pub tools: BTreeMap<ToolName, Spanned<ToolSection>>,
     /// Which model to talk to, and how.
     #[serde(default)]
     pub model: ModelSection,
@@ -26,9 +28,10 @@ pub struct PolicyFile {
     /// that change state; the default) or "always".
     #[serde(default, deserialize_with = "approval")]
     pub approval: Option<String>,
-    /// MCP servers whose tools the model may use, keyed by server name.
+    /// MCP servers whose tools the model may use, keyed by server name;
+    /// each with where it is in the text.
     #[serde(default)]
-    pub mcp: BTreeMap<ToolName, McpSection>,
+    pub mcp: BTreeMap<ToolName, Spanned<McpSection>>,
 }
 
 /// `[mcp.NAME]`: an MCP server, and what it may reach. Its tools appear

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use toml::Spanned;
 
 use crate::caps::{Capability, Grants, Limits};
 use crate::file::{McpSection, ModelSection, PolicyFile, ToolName, ToolSection, UserConfig};
@@ -79,18 +80,30 @@ impl Policy {
         }
     }
 
-    /// Parses policy text; `path` is only used in messages.
+    /// Parses policy text; `path` is only used in messages. Every error
+    /// names the line and column it is about.
     pub fn parse(text: &str, path: &Path, workspace: &Path) -> Result<Policy> {
         let file: PolicyFile = parse_toml(text, path)?;
-        for (name, section) in &file.tools {
-            check_overlap(path, &name.0, section)?;
-            section.check().map_err(|message| Error::Invalid {
+        let at = |span: std::ops::Range<usize>, message: String| {
+            let (line, column) = line_column(text, span.start);
+            Error::Syntax {
                 path: path.to_path_buf(),
-                message: format!("[tools.{}]: {message}", name.0),
-            })?;
+                line,
+                column,
+                message,
+            }
+        };
+        for (name, section) in &file.tools {
+            let span = section.span();
+            let section = section.get_ref();
+            check_overlap(&name.0, section).map_err(|m| at(span.clone(), m))?;
+            section
+                .check()
+                .map_err(|m| at(span, format!("[tools.{}]: {m}", name.0)))?;
         }
         for (name, server) in &file.mcp {
-            check_overlap(path, &mcp_key(&name.0), &server.grants)?;
+            check_overlap(&mcp_key(&name.0), &server.get_ref().grants)
+                .map_err(|m| at(server.span(), m))?;
         }
         Ok(Policy {
             workspace: canonical_workspace(workspace),
@@ -132,7 +145,10 @@ impl Policy {
 
     /// The section of one tool, if the file has one.
     pub fn section(&self, tool: &str) -> Option<&ToolSection> {
-        self.file.tools.get(&ToolName(tool.to_string()))
+        self.file
+            .tools
+            .get(&ToolName(tool.to_string()))
+            .map(Spanned::get_ref)
     }
 
     /// The effective grants of `tool`, or `None` when it is not enabled.
@@ -145,14 +161,17 @@ impl Policy {
 
     /// The `[mcp.NAME]` sections, by name.
     pub fn mcp_servers(&self) -> impl Iterator<Item = (&str, &McpSection)> {
-        self.file.mcp.iter().map(|(k, v)| (k.0.as_str(), v))
+        self.file
+            .mcp
+            .iter()
+            .map(|(k, v)| (k.0.as_str(), v.get_ref()))
     }
 
     /// What the process of MCP server `name` may reach, or `None` when it is
     /// not enabled: only what its section grants, never the workspace by
     /// default.
     pub fn mcp_grants(&self, name: &str) -> Option<(Grants, Vec<String>)> {
-        let server = self.file.mcp.get(&ToolName(name.to_string()))?;
+        let server = self.file.mcp.get(&ToolName(name.to_string()))?.get_ref();
         self.grants_of(&mcp_key(name), Some(&server.grants), Baseline::Nothing)
     }
 
@@ -311,15 +330,14 @@ fn canonical_workspace(workspace: &Path) -> PathBuf {
         .unwrap_or_else(|_| workspace.to_path_buf())
 }
 
-fn check_overlap(path: &Path, tool: &str, s: &ToolSection) -> Result<()> {
+/// What is wrong when a section lists one directory as both read-only and
+/// read-write.
+fn check_overlap(tool: &str, s: &ToolSection) -> std::result::Result<(), String> {
     for r in s.read.iter().flatten() {
         if s.write.iter().flatten().any(|w| same_dir(w, r)) {
-            return Err(Error::Invalid {
-                path: path.to_path_buf(),
-                message: format!(
-                    "tool `{tool}` lists `{r}` under both `read` and `write`: keep one"
-                ),
-            });
+            return Err(format!(
+                "tool `{tool}` lists `{r}` under both `read` and `write`: keep one"
+            ));
         }
     }
     Ok(())
@@ -338,14 +356,17 @@ fn same_dir(a: &str, b: &str) -> bool {
     norm(a) == norm(b)
 }
 
+/// Line and column (in characters, both from 1) of byte `offset` of
+/// `text`.
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
-    let column = before
-        .rfind('\n')
-        .map_or(before.len(), |i| before.len() - i - 1)
-        + 1;
-    (line, column)
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
 }
 
 #[cfg(test)]

@@ -516,3 +516,45 @@ fn exec_grants_programs_by_name_or_absolute_path_and_needs_approval() {
         assert!(e.contains("neither a program name"), "{bad:?}: {e}");
     }
 }
+
+/// Where an error is, as `Policy::parse` reports it.
+fn error_at(text: &str) -> (usize, usize, String) {
+    let d = ws();
+    match parse(text, d.path()) {
+        Err(Error::Syntax {
+            line,
+            column,
+            message,
+            ..
+        }) => (line, column, message),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn errors_found_after_parsing_name_their_section() {
+    // Found by the fuzz target `policy`: these had no line and column.
+    let (line, column, m) =
+        error_at("approval = \"never\"\n\n[tools.a]\nread = [\"d\"]\nwrite = [\"d/\"]\n");
+    assert_eq!((line, column), (3, 1), "{m}");
+    assert_eq!(
+        m,
+        "tool `a` lists `d` under both `read` and `write`: keep one"
+    );
+    let (line, column, m) = error_at(
+        "[tools.fetch]\nenabled = true\n\n[tools.fetch.secrets.k]\nfile = \"k\"\nhosts = [\"a.com\"]\nquery = \"a b\"\n",
+    );
+    assert_eq!((line, column), (1, 1), "{m}");
+    assert!(m.starts_with("[tools.fetch]: secret `k`: `query`"), "{m}");
+    let (line, column, m) =
+        error_at("[mcp.demo]\ncommand = [\"x\"]\nread = [\"docs\"]\nwrite = [\"./docs\"]\n");
+    assert_eq!((line, column), (1, 1), "{m}");
+    assert!(m.starts_with("tool `mcp.demo` lists `docs`"), "{m}");
+}
+
+#[test]
+fn columns_count_characters() {
+    // `é` is two bytes: the stray `x` is the 15th character, the 18th byte.
+    let (line, column, m) = error_at("[model]\nmodel = \"ééé\" x\n");
+    assert_eq!((line, column), (2, 15), "{m}");
+}
