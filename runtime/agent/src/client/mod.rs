@@ -5,7 +5,8 @@
 //! - `types`: [`Request`], [`ClientEvent`], [`Completion`].
 //! - `request`: [`Client`], the request body and the retry loop.
 //! - `attempt`: one HTTP exchange and the sorting of its failures.
-//! - `sse`: assembling a streamed answer (text, tool-call deltas, usage).
+//! - `events`: the event-stream format, decoded from bytes.
+//! - `sse`: reading a streamed answer (text, tool-call deltas, usage).
 //! - `reply`: reading a whole answer; JSON helpers.
 //! - `models`: the server's `/models`: its list, and the context window.
 //! - `check`: whether the server takes `tools` or `response_format`.
@@ -17,6 +18,7 @@ mod attempt;
 mod check;
 mod config;
 mod error;
+mod events;
 mod models;
 mod once;
 mod reply;
@@ -33,4 +35,5 @@ pub use config::{ClientConfig, redact_url};
 pub use error::ClientError;
 pub use models::ListedModel;
 pub use request::Client;
+pub use sse::read_sse_body;
 pub use types::{ClientEvent, Completion, Request};

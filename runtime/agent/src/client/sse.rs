@@ -1,13 +1,17 @@
-//! Assembling a streamed answer from `chat.completion.chunk` events.
+//! Reading a streamed answer: the event stream ([`events`](super::events))
+//! of `chat.completion.chunk` payloads, assembled into one [`Completion`].
+//!
+//! [`Reading`] is the whole of it without the network and the clock; the
+//! request's [`read`] feeds it the body as it arrives, within the time
+//! limits, and [`read_sse_body`] a body already received.
 
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::error::{server_message, truncate};
+use super::events::{Decoder, Event};
 use super::reply::{arguments, finish_reason, string, unique_ids, usage};
 use super::retry::Failure;
 use super::{Client, ClientError, ClientEvent, Completion};
@@ -50,47 +54,37 @@ pub(crate) async fn read(
                 body: truncate(message, 400),
             });
         }
-        let reason = format!("server error in stream: {}", truncate(message, 400));
         Failure {
             tool_parse: tools_sent && super::attempt::fails_tool_parsing(message),
-            ..Failure::transient(stream_error(reason))
+            ..Failure::transient(stream_error(Stop::Server(message.to_string()).to_string()))
         }
     };
-    // The SSE parser drops fields it does not know, llama.cpp's `error:`
-    // among them: the raw bytes are watched for it on the way in.
-    let dropped = Arc::new(Mutex::new(ErrorLines::default()));
-    let mut events = resp
-        .bytes_stream()
-        .inspect({
-            let dropped = dropped.clone();
-            move |bytes| {
-                if let Ok(bytes) = bytes {
-                    lock(&dropped).feed(bytes);
-                }
-            }
-        })
-        .eventsource();
-    let dropped_error = || lock(&dropped).last.take();
-    let mut asm = Assembler::default();
+    let fail = |stop: Stop| match stop {
+        Stop::Server(message) => server_error(&message),
+        Stop::Malformed(_) => Failure::fatal(stream_error(stop.to_string())),
+        Stop::Cut => Failure::transient(stream_error(stop.to_string())),
+    };
+    let mut body = resp.bytes_stream();
+    let mut reading = Reading::default();
     loop {
-        let waited = if asm.finished() {
-            tokio::time::timeout(AFTER_FINISH.min(idle), events.next())
+        let waited = if reading.finished() {
+            tokio::time::timeout(AFTER_FINISH.min(idle), body.next())
                 .await
                 .map_err(|_| "stream")
-        } else if asm.started() {
-            tokio::time::timeout(idle, events.next())
+        } else if reading.started() {
+            tokio::time::timeout(idle, body.next())
                 .await
                 .map_err(|_| "stream")
         } else {
-            super::attempt::within(idle, deadline, events.next())
+            super::attempt::within(idle, deadline, body.next())
                 .await
                 .map_err(|what| if what == "request" { what } else { "stream" })
         };
         let next = match waited {
             Ok(next) => next,
-            Err(_) if asm.finished() => return Ok(asm.finish()),
+            Err(_) if reading.finished() => return Ok(reading.finish()),
             Err(what) => {
-                if let Some(message) = dropped_error() {
+                if let Some(message) = reading.take_error() {
                     return Err(server_error(&message));
                 }
                 return Err(Failure::transient(ClientError::Timeout {
@@ -106,57 +100,144 @@ pub(crate) async fn read(
                 }));
             }
         };
-        let event = match next {
-            Some(Ok(event)) => event,
-            Some(Err(EventStreamError::Transport(e))) => {
-                if asm.finished() {
-                    return Ok(asm.finish());
+        match next {
+            Some(Ok(bytes)) => match reading.feed(&bytes, on_event) {
+                Ok(None) => {}
+                Ok(Some(done)) => return Ok(done),
+                Err(stop) => return Err(fail(stop)),
+            },
+            Some(Err(e)) => {
+                if reading.finished() {
+                    return Ok(reading.finish());
                 }
-                if let Some(message) = dropped_error() {
+                if let Some(message) = reading.take_error() {
                     return Err(server_error(&message));
                 }
                 let reason = format!("stream cut: {}", super::request::describe(&e));
                 return Err(Failure::transient(stream_error(reason)));
             }
-            Some(Err(e)) => {
-                return Err(Failure::fatal(stream_error(format!(
-                    "malformed event stream: {e}"
-                ))));
+            None => return reading.end().map_err(fail),
+        }
+    }
+}
+
+/// Reads a streamed answer from a body already received, in the pieces it
+/// came in: what a streaming request makes of it, without the network and
+/// the clock (for tests and fuzzing). The error is the reason the request
+/// would report.
+pub fn read_sse_body<B: AsRef<[u8]>>(
+    pieces: impl IntoIterator<Item = B>,
+    on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
+) -> Result<Completion, String> {
+    let mut reading = Reading::default();
+    for piece in pieces {
+        match reading.feed(piece.as_ref(), on_event) {
+            Ok(None) => {}
+            Ok(Some(done)) => return Ok(done),
+            Err(stop) => return Err(stop.to_string()),
+        }
+    }
+    reading.end().map_err(|stop| stop.to_string())
+}
+
+/// Why a stream gives no answer.
+#[derive(Debug)]
+enum Stop {
+    /// The server said it failed (its message).
+    Server(String),
+    /// A chunk that is not JSON.
+    Malformed(String),
+    /// The body ended before the answer did.
+    Cut,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Server(message) => {
+                write!(f, "server error in stream: {}", truncate(message, 400))
             }
-            None if asm.finished() => return Ok(asm.finish()),
-            None => {
-                if let Some(message) = dropped_error() {
-                    return Err(server_error(&message));
+            Stop::Malformed(reason) => f.write_str(reason),
+            Stop::Cut => f.write_str("stream ended before [DONE] and without a finish_reason"),
+        }
+    }
+}
+
+/// A stream being read: its events decoded, its chunks assembled.
+#[derive(Debug, Default)]
+struct Reading {
+    decoder: Decoder,
+    asm: Assembler,
+    /// Events decoded and not yet handled (kept for its allocation).
+    events: Vec<Event>,
+}
+
+impl Reading {
+    fn finished(&self) -> bool {
+        self.asm.finished()
+    }
+
+    fn started(&self) -> bool {
+        self.asm.started()
+    }
+
+    /// The message of the last `error:` line not yet taken.
+    fn take_error(&mut self) -> Option<String> {
+        self.decoder
+            .take_error()
+            .map(|payload| message_of(&payload))
+    }
+
+    /// Handles the next piece of the body; the answer once `[DONE]` came.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
+    ) -> Result<Option<Completion>, Stop> {
+        let mut events = std::mem::take(&mut self.events);
+        self.decoder.feed(bytes, &mut events);
+        for event in events.drain(..) {
+            let data = event.data.trim();
+            if event.event == "error" {
+                return Err(Stop::Server(message_of(data)));
+            }
+            if data == "[DONE]" {
+                // llama.cpp ends with `[DONE]` after its `error:` line too.
+                if !self.asm.finished()
+                    && let Some(message) = self.take_error()
+                {
+                    return Err(Stop::Server(message));
                 }
-                let reason = "stream ended before [DONE] and without a finish_reason".to_string();
-                return Err(Failure::transient(stream_error(reason)));
+                return Ok(Some(std::mem::take(&mut self.asm).finish()));
             }
-        };
-        let data = event.data.trim();
-        if event.event == "error" {
-            return Err(server_error(&message_of(data)));
-        }
-        if data == "[DONE]" {
-            // llama.cpp ends with `[DONE]` after its `error:` line too.
-            if !asm.finished()
-                && let Some(message) = dropped_error()
-            {
-                return Err(server_error(&message));
+            if data.is_empty() {
+                continue;
             }
-            return Ok(asm.finish());
+            let chunk: Value = serde_json::from_str(data).map_err(|e| {
+                Stop::Malformed(format!("malformed chunk ({e}): {}", truncate(data, 200)))
+            })?;
+            if chunk.get("error").is_some_and(|e| !e.is_null()) {
+                return Err(Stop::Server(server_message(&chunk).unwrap_or_default()));
+            }
+            self.asm.push(&chunk, on_event);
         }
-        if data.is_empty() {
-            continue;
+        self.events = events;
+        Ok(None)
+    }
+
+    /// The body ended: the answer, if the model finished it.
+    fn end(mut self) -> Result<Completion, Stop> {
+        if self.finished() {
+            return Ok(self.finish());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            let reason = format!("malformed chunk ({e}): {}", truncate(data, 200));
-            Failure::fatal(stream_error(reason))
-        })?;
-        if chunk.get("error").is_some_and(|e| !e.is_null()) {
-            let message = server_message(&chunk).unwrap_or_default();
-            return Err(server_error(&message));
+        match self.take_error() {
+            Some(message) => Err(Stop::Server(message)),
+            None => Err(Stop::Cut),
         }
-        asm.push(&chunk, on_event);
+    }
+
+    fn finish(self) -> Completion {
+        self.asm.finish()
     }
 }
 
@@ -168,42 +249,6 @@ fn message_of(payload: &str) -> String {
         .ok()
         .and_then(|v| server_message(&v))
         .unwrap_or_else(|| payload.to_string())
-}
-
-/// Locks, ignoring poisoning (the data is a plain record).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Longest `error:` line kept, in bytes.
-const ERROR_LINE_MAX: usize = 16 * 1024;
-
-/// Watches raw SSE bytes for `error: …` lines, which llama.cpp uses to report
-/// a failure mid-stream and which SSE parsers drop (`error` is no SSE field).
-#[derive(Debug, Default)]
-struct ErrorLines {
-    /// The start of the current line; only an `error:` line is kept whole.
-    line: Vec<u8>,
-    /// The payload of the last complete `error:` line not yet taken.
-    last: Option<String>,
-}
-
-impl ErrorLines {
-    fn feed(&mut self, bytes: &[u8]) {
-        const FIELD: &[u8] = b"error:";
-        for &b in bytes {
-            if b == b'\n' || b == b'\r' {
-                if let Some(payload) = self.line.strip_prefix(FIELD) {
-                    self.last = Some(message_of(&String::from_utf8_lossy(payload)));
-                }
-                self.line.clear();
-            } else if self.line.len() < FIELD.len()
-                || (self.line.starts_with(FIELD) && self.line.len() < ERROR_LINE_MAX)
-            {
-                self.line.push(b);
-            }
-        }
-    }
 }
 
 /// The answer so far.
