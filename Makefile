@@ -3,7 +3,7 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
 TASK ?= List the files in this workspace and say in two sentences what the project is.
 
-.PHONY: wasm-target tools test-guests build install man test lint fmt bench run authoring-toolchains authoring-check examples
+.PHONY: wasm-target tools test-guests build install man test lint fmt bench run authoring-toolchains authoring-check examples fuzz
 
 ## The guest target, installed once (what a fresh machine lacks).
 wasm-target:
@@ -41,6 +41,23 @@ test: tools test-guests
 	@$(MAKE) --no-print-directory authoring-check
 	cargo test --release --workspace
 	cargo test --manifest-path tools-wasm/Cargo.toml
+
+## The fuzz targets of the parsers of untrusted bytes (fuzz/: cargo-fuzz,
+## libFuzzer, the nightly toolchain), one after the other, FUZZ_SECONDS each
+## (FUZZ_TARGETS to choose). Each starts from its seeds (fuzz/seeds/) and
+## the corpus grown so far (fuzz/corpus/); an input that fails is saved
+## under fuzz/artifacts/TARGET/ and stops the run. `make test` runs the
+## same properties under proptest, on stable.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_targets/%.rs,%,$(wildcard fuzz/fuzz_targets/*.rs))
+fuzz:
+	@rustup toolchain list | grep -q '^nightly' || { echo "make fuzz needs the nightly toolchain: rustup toolchain install nightly"; exit 1; }
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$t fuzz/artifacts/$$t && \
+		cargo +nightly fuzz run --target-dir $(CARGO_TARGET_DIR)/fuzz $$t fuzz/corpus/$$t fuzz/seeds/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=10 -artifact_prefix=fuzz/artifacts/$$t/ || exit 1; \
+	done
 
 ## Python and JavaScript tool toolchains, from PyPI and npm (idempotent):
 ## componentize-py on PATH, componentize-js in target/authoring/js. The
@@ -80,6 +97,7 @@ lint:
 	cargo fmt --all --check
 	cargo fmt --manifest-path tools-wasm/Cargo.toml --all --check
 	cargo fmt --manifest-path tests/guests/Cargo.toml --all --check
+	cargo fmt --manifest-path fuzz/Cargo.toml --all --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	cargo clippy $(WASM) --manifest-path tools-wasm/Cargo.toml -- -D warnings
 	cargo clippy $(WASM) --manifest-path tests/guests/Cargo.toml -- -D warnings
@@ -88,6 +106,7 @@ fmt:
 	cargo fmt --all
 	cargo fmt --manifest-path tools-wasm/Cargo.toml --all
 	cargo fmt --manifest-path tests/guests/Cargo.toml --all
+	cargo fmt --manifest-path fuzz/Cargo.toml --all
 
 bench: build test-guests examples
 	@# Built with the whole workspace: `-p warden-bench` alone unifies other
