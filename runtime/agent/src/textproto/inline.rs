@@ -39,12 +39,19 @@ fn tagged(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<In
     while let Some(found) = lower[pos..].find(OPEN) {
         let start = pos + found;
         let body_start = start + OPEN.len();
+        prose.push_str(&content[pos..start]);
+        // The call read whole first, so that a closing tag inside one of
+        // its strings does not end it; else up to the tag (a fence inside).
+        if let Some((value, used)) = json_then(&content[body_start..], CLOSE, true) {
+            calls.extend(calls_of(&value, known)?);
+            pos = body_start + used;
+            continue;
+        }
         let (body_end, next) = match lower[body_start..].find(CLOSE) {
             Some(i) => (body_start + i, body_start + i + CLOSE.len()),
             None => (content.len(), content.len()),
         };
         let body = strip_fence(content[body_start..body_end].trim());
-        prose.push_str(&content[pos..start]);
         calls.extend(calls_in(body, known)?);
         pos = next;
     }
@@ -68,11 +75,23 @@ fn fenced(content: &str, known: &dyn Fn(&str) -> bool) -> Option<(String, Vec<In
         let Some(line_end) = after_open.find('\n') else {
             break;
         };
+        let body_start = open + 3 + line_end;
+        // A call read whole, so that a fence inside one of its strings
+        // (a Markdown file's content) does not end it.
+        let whole = json_then(&rest[body_start..], "```", false)
+            .and_then(|(value, used)| Some((calls_of(&value, known)?, body_start + used)));
+        if let Some((found, end)) = whole {
+            prose.push_str(&rest[..open]);
+            calls.extend(found);
+            after_call = &rest[end..];
+            rest = &rest[end..];
+            continue;
+        }
         let Some(close) = after_open[line_end..].find("```") else {
             break;
         };
         let body = &after_open[line_end..line_end + close];
-        let end = open + 3 + line_end + close + 3;
+        let end = body_start + close + 3;
         match calls_in(body.trim(), known) {
             Some(found) => {
                 prose.push_str(&rest[..open]);
@@ -104,11 +123,38 @@ fn calls_in(text: &str, known: &dyn Fn(&str) -> bool) -> Option<Vec<InlineCall>>
     if !text.starts_with(['{', '[']) {
         return None;
     }
-    match serde_json::from_str::<Value>(text).ok()? {
+    calls_of(&serde_json::from_str::<Value>(text).ok()?, known)
+}
+
+/// The calls of one call object or a non-empty array of them.
+fn calls_of(value: &Value, known: &dyn Fn(&str) -> bool) -> Option<Vec<InlineCall>> {
+    match value {
         Value::Array(items) if !items.is_empty() => items.iter().map(|v| call(v, known)).collect(),
-        v @ Value::Object(_) => Some(vec![call(&v, known)?]),
+        Value::Object(_) => Some(vec![call(value, known)?]),
         _ => None,
     }
+}
+
+/// A JSON object or array at the start of `text` (after white space),
+/// followed by `close` (any case), or by the end of the text when `open`;
+/// with the bytes it and `close` take.
+fn json_then(text: &str, close: &str, open: bool) -> Option<(Value, usize)> {
+    let lead = text.len() - text.trim_start().len();
+    if !text[lead..].starts_with(['{', '[']) {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(&text[lead..]).into_iter::<Value>();
+    let value = values.next()?.ok()?;
+    let end = lead + values.byte_offset();
+    let after = &text[end..];
+    let at = end + (after.len() - after.trim_start().len());
+    let rest = &text[at..];
+    if rest.is_empty() && open {
+        return Some((value, text.len()));
+    }
+    rest.get(..close.len())
+        .filter(|r| r.eq_ignore_ascii_case(close))
+        .map(|_| (value, at + close.len()))
 }
 
 /// `{"name": …, "arguments": {…}}` (also `parameters`, arguments as a JSON
@@ -208,5 +254,39 @@ mod tests {
         let text = format!("Writing it.\n<tool_call>{call}</tool_call>\n<tool_call>{call}");
         let (prose, calls) = inline_calls(&text, &known).unwrap();
         assert_eq!((prose.as_str(), calls.len()), ("Writing it.", 2));
+    }
+
+    #[test]
+    fn numbers_arrive_as_written() {
+        // Found by the fuzz target `textproto`: without serde_json's
+        // `float_roundtrip`, this came back as ...864e-80.
+        let text = r#"<tool_call>{"name": "read_file", "arguments": {"limit": 1.4298186808876865e-80}}</tool_call>"#;
+        let (_, calls) = inline_calls(text, &known).unwrap();
+        assert_eq!(
+            calls[0].1["limit"].as_f64(),
+            Some(1.4298186808876865e-80_f64)
+        );
+    }
+
+    #[test]
+    fn a_closing_tag_or_fence_inside_an_argument_does_not_end_the_call() {
+        // Found by the fuzz target `textproto`: the call ended at the first
+        // `</tool_call>` or ```` ``` ```` and, cut short, was taken for prose.
+        let call = r#"{"name": "write_file", "arguments": {"path": "a.md", "content": "```rust\nfn main() {}\n```\n</tool_call>"}}"#;
+        for text in [
+            format!("Writing it.\n<tool_call>\n{call}\n</tool_call>"),
+            format!("Writing it.\n<tool_call>{call}"),
+            format!("Writing it.\n```json\n{call}\n```\n"),
+        ] {
+            let (prose, calls) = inline_calls(&text, &known).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(prose, "Writing it.");
+            assert_eq!(
+                calls[0].1["content"], "```rust\nfn main() {}\n```\n</tool_call>",
+                "{text}"
+            );
+        }
+        // With prose after it, still an example.
+        let text = format!("<tool_call>{call}</tool_call> is how. That is all.");
+        assert!(inline_calls(&text, &known).is_none());
     }
 }

@@ -278,3 +278,18 @@ fn param_names_follow_schema_order() {
     assert_eq!(param_names(&schema), ["z", "a", "m"]);
     assert!(param_names(&json!({})).is_empty());
 }
+
+#[test]
+fn an_empty_quoted_key_is_a_key() {
+    // Found by the fuzz target `textproto`: `{"": …}` was "expected a key".
+    assert_eq!(
+        one(r#"[TOOL] write_file({"path": "a", "content": {"": null}}) [/TOOL]"#),
+        json!({"path": "a", "content": {"": null}})
+    );
+    assert_eq!(
+        one(r#"[TOOL] search(pattern={'': 1}) [/TOOL]"#),
+        json!({"pattern": {"": 1}})
+    );
+    // A missing bare key is still an error.
+    assert!(error("[TOOL] search(pattern={: 1}) [/TOOL]").contains("expected a key"));
+}

@@ -193,13 +193,20 @@ impl Parser<'_> {
             if self.peek().is_none() || self.at_tag("[/tool]") {
                 return Err(self.err(open, "unbalanced braces: the `{`", " is never closed"));
             }
+            // A quoted key may be empty (`{"": 1}` is JSON); a bare one not.
             let key = match self.peek() {
                 Some(q @ ('"' | '\'')) => self.string(q)?,
-                _ => self.ident().to_string(),
+                _ => match self.ident() {
+                    "" => {
+                        return Err(self.err(
+                            self.pos,
+                            "expected a key in the object",
+                            self.found(),
+                        ));
+                    }
+                    key => key.to_string(),
+                },
             };
-            if key.is_empty() {
-                return Err(self.err(self.pos, "expected a key in the object", self.found()));
-            }
             self.ws();
             if !self.eat(':') && !self.eat('=') {
                 return Err(self.err(
