@@ -14,6 +14,7 @@
 
 pub mod policy;
 pub mod sse;
+pub mod textproto;
 
 #[cfg(test)]
 mod drive;
