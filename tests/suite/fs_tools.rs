@@ -298,3 +298,26 @@ fn edit_file_with_ambiguous_text_fails_unless_replace_all() {
         "a = 9\nb = 2\na = 9\nc = 3\na = 9\n"
     );
 }
+
+#[test]
+fn an_absolute_path_reaches_its_grant_past_a_longer_relative_name() {
+    // The outside folder is granted by its absolute path; the workspace
+    // holds a folder whose relative name spells that path without its
+    // slash, granted too. The guest's C library matches the longer name
+    // first: `/OUTSIDE/sub/f` must still read the outside file (found by
+    // the fuzz target `paths`; the call was refused as ambiguous).
+    let sb = Sandbox::new();
+    let outside = sb.outside.to_str().unwrap();
+    let spelled = outside.trim_start_matches('/');
+    std::fs::create_dir_all(sb.outside.join("sub")).unwrap();
+    std::fs::write(sb.outside.join("sub/f"), "outside\n").unwrap();
+    host_write(&sb, &format!("{spelled}/sub/f"), "inside\n");
+    sb.policy(&format!(
+        "[tools.read_file]\nread = [\".\", \"{spelled}/sub\", \"{outside}\"]\n"
+    ));
+    sb.trust();
+    let tools = sb.toolset(&[]);
+    let read = |path: String| ok(call(&tools, "read_file", json!({ "path": path })));
+    assert_eq!(read(format!("{outside}/sub/f")), "     1\toutside\n");
+    assert_eq!(read(format!("{spelled}/sub/f")), "     1\tinside\n");
+}

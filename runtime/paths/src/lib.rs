@@ -22,6 +22,8 @@
 //! assert_eq!(resolve("/etc/passwd", &mounts), Err(Refused::Outside));
 //! ```
 
+pub mod wasi_libc;
+
 /// Longest path accepted, in bytes.
 pub const MAX_PATH: usize = 4096;
 

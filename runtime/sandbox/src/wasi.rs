@@ -114,32 +114,24 @@ pub struct Mount {
 /// model copies from the system prompt work. A grant inside the workspace is
 /// also mounted at its workspace-relative name (the workspace itself at `.`),
 /// so relative paths resolve inside the workspace. A path under no mount does
-/// not exist for the guest.
+/// not exist for the guest. The order is `warden_paths`'s: the relative
+/// names first, so that the guest's C library takes an absolute path to
+/// the grant it names.
 pub fn mounts(grants: &Grants, workspace: &Path) -> Vec<Mount> {
-    let mut out = Vec::new();
-    for (path, write) in grants.dirs() {
-        let Some(abs) = path.to_str() else {
-            continue; // not representable in WASI (non-UTF-8): not mounted
-        };
-        out.push(Mount {
-            host: path.to_path_buf(),
-            guest: abs.to_string(),
-            write,
-        });
-        if let Ok(rel) = path.strip_prefix(workspace) {
-            let guest = match rel.to_str() {
-                Some("") => ".".to_string(),
-                Some(r) => r.to_string(),
-                None => continue,
-            };
-            out.push(Mount {
-                host: path.to_path_buf(),
-                guest,
-                write,
-            });
-        }
-    }
-    out
+    // A directory that is not UTF-8 cannot be named in WASI: not mounted.
+    let dirs: Vec<(&Path, bool, &str)> = grants
+        .dirs()
+        .filter_map(|(path, write)| Some((path, write, path.to_str()?)))
+        .collect();
+    let names: Vec<&str> = dirs.iter().map(|d| d.2).collect();
+    warden_paths::wasi_libc::preopen_names(&names, workspace.to_str())
+        .into_iter()
+        .map(|(i, guest)| Mount {
+            host: dirs[i].0.to_path_buf(),
+            guest,
+            write: dirs[i].1,
+        })
+        .collect()
 }
 
 /// Guest output kept in memory up to a cap; writes past it are dropped but

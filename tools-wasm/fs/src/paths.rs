@@ -5,6 +5,7 @@
 //! job.
 
 use crate::error::{ToolError, invalid};
+use warden_paths::wasi_libc;
 pub use warden_paths::{MAX_PATH, Refused, is_within, normalize};
 
 /// Resolves a path from the model and returns the form to hand to std: one
@@ -34,29 +35,17 @@ fn refused(field: &str, path: &str, why: &Refused) -> ToolError {
     }
 }
 
-/// The path std opens for `r`: its shown form, when wasi-libc (whose
-/// working directory is `/`, so that it looks relative and absolute paths
-/// up alike) takes that to the same directory; else the path beneath the
-/// directory's absolute name (a relative path that spells an absolute
-/// grant without its slash).
+/// The path std opens for `r`: one that wasi-libc (whose working directory
+/// is `/`, so that it looks relative and absolute paths up alike) takes to
+/// the directory the resolver chose; an error when the names of the grants
+/// leave none.
 fn open_path(
     path: &str,
     r: warden_paths::Resolved,
     names: &[String],
     same_directory: impl Fn(usize, usize) -> bool,
 ) -> Result<String, ToolError> {
-    let lands = |candidate: &str| {
-        find_preopen_in(candidate, names.iter().map(String::as_str))
-            .is_some_and(|(j, rel)| rel == r.rel && same_directory(j, r.mount))
-    };
-    if lands(&r.shown) {
-        return Ok(r.shown);
-    }
-    let absolute = (0..names.len())
-        .filter(|&k| names[k].starts_with('/') && same_directory(k, r.mount))
-        .map(|k| warden_paths::show(&normalize(&names[k]), &r.rel))
-        .find(|candidate| lands(candidate));
-    absolute.ok_or_else(|| {
+    wasi_libc::guest_path(&r, names, same_directory).ok_or_else(|| {
         ToolError::Failed(format!(
             "{path} cannot be opened through the directory it names: the names of the \
              granted directories are ambiguous to this component's C library; use an \
@@ -124,32 +113,8 @@ fn directories() -> &'static [(wasip2::filesystem::types::Descriptor, String)] {
 #[cfg(target_os = "wasi")]
 pub fn find_preopen(path: &str) -> Option<(&'static wasip2::filesystem::types::Descriptor, &str)> {
     let dirs = directories();
-    let i = find_preopen_in(path, dirs.iter().map(|(_, name)| name.as_str()))?;
+    let i = wasi_libc::find_preopen(path, dirs.iter().map(|(_, name)| name.as_str()))?;
     Some((&dirs[i.0].0, i.1))
-}
-
-/// wasi-libc's `__wasilibc_find_abspath` (its working directory is always
-/// `/`, so relative and absolute paths are looked up alike): leading `/` of
-/// the path and leading `/`, `./` and a lone `.` of the preopen names are
-/// dropped; the longest name that matches whole components wins (an empty
-/// name matches everything), the last listed among equals; the rest of the
-/// path, without leading slashes, is relative to it (`.` when empty).
-/// Returns the index of the preopen and the relative path.
-fn find_preopen_in<'p, 'a>(
-    path: &'p str,
-    names: impl DoubleEndedIterator<Item = &'a str> + ExactSizeIterator,
-) -> Option<(usize, &'p str)> {
-    let path = path.trim_start_matches('/');
-    let mut best: Option<(usize, usize)> = None;
-    for (i, name) in names.enumerate().rev() {
-        let prefix = strip_preopen_name(name);
-        if best.is_none_or(|(_, len)| prefix.len() > len) && prefix_matches(prefix, path) {
-            best = Some((i, prefix.len()));
-        }
-    }
-    let (i, len) = best?;
-    let rel = path[len..].trim_start_matches('/');
-    Some((i, if rel.is_empty() { "." } else { rel }))
 }
 
 /// The ancestors of normalised path `path` inside the granted directory
@@ -157,7 +122,7 @@ fn find_preopen_in<'p, 'a>(
 /// of `path`. Empty off wasm32, and for the root of a grant.
 pub fn grant_ancestors(path: &str) -> Vec<crate::rules::Ancestor> {
     let names = preopens();
-    match find_preopen_in(path, names.iter().map(String::as_str)) {
+    match wasi_libc::find_preopen(path, names.iter().map(String::as_str)) {
         Some((_, rel)) => ancestors_in(path, rel),
         None => Vec::new(),
     }
@@ -188,34 +153,6 @@ fn ancestors_in(path: &str, rel: &str) -> Vec<crate::rules::Ancestor> {
         dir = parent;
     }
     out
-}
-
-/// wasi-libc's `strip_prefixes`.
-fn strip_preopen_name(mut name: &str) -> &str {
-    loop {
-        if let Some(rest) = name.strip_prefix('/') {
-            name = rest;
-        } else if let Some(rest) = name.strip_prefix("./") {
-            name = rest;
-        } else if name == "." {
-            return "";
-        } else {
-            return name;
-        }
-    }
-}
-
-/// wasi-libc's `prefix_matches`: `prefix` is a whole-component prefix of
-/// `path` (trailing slashes of `prefix` ignored).
-fn prefix_matches(prefix: &str, path: &str) -> bool {
-    if prefix.is_empty() && !path.starts_with('/') {
-        return true;
-    }
-    if !path.starts_with(prefix) {
-        return false;
-    }
-    let end = prefix.trim_end_matches('/').len();
-    matches!(path.as_bytes().get(end), None | Some(b'/'))
 }
 
 /// Whether a failure on `path` is best explained by the path lying outside
@@ -268,55 +205,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn std_gets_a_path_wasi_libc_opens_where_the_resolver_says() {
-        let names: Vec<String> = ["/w/ws", ".", "/w/ws/docs", "docs"]
-            .map(String::from)
-            .into();
-        let twins = |a: usize, b: usize| a / 2 == b / 2;
-        let open = |p: &str| {
-            let r = warden_paths::resolve(p, &names).unwrap();
-            open_path(p, r, &names, twins).unwrap()
-        };
-        assert_eq!(open("a.txt"), "a.txt");
-        assert_eq!(open("docs/../notes.txt"), "notes.txt");
-        assert_eq!(open("./docs//a"), "docs/a");
-        assert_eq!(open("/w/ws/docs/a"), "/w/ws/docs/a");
-        // wasi-libc would take this to /w/ws/a: the resolver's answer is
-        // the workspace's w/ws/a, reached through its absolute name.
-        assert_eq!(open("w/ws/a"), "/w/ws/w/ws/a");
-        // Without a twin to go through, the call is refused, not misrouted.
+    fn an_ambiguous_path_is_refused_not_misrouted() {
+        let names: Vec<String> = ["/w/ws", "."].map(String::from).into();
         let r = warden_paths::resolve("w/ws/a", &names).unwrap();
-        assert!(open_path("w/ws/a", r, &names, |a, b| a == b).is_err());
-    }
-
-    #[test]
-    fn finds_preopens_like_wasi_libc() {
-        let names = [".", "/w/ws", "docs", "/w/ws/docs", "/data/"];
-        let find = |p| find_preopen_in(p, names.iter().copied());
-        assert_eq!(find("a.txt"), Some((0, "a.txt")));
-        assert_eq!(find("."), Some((0, ".")));
-        assert_eq!(find("docs"), Some((2, ".")));
-        assert_eq!(find("docs/a"), Some((2, "a")));
-        assert_eq!(find("docsx/a"), Some((0, "docsx/a")));
-        assert_eq!(find("/w/ws/a"), Some((1, "a")));
-        assert_eq!(find("/w/ws/docs/a/b"), Some((3, "a/b")));
-        assert_eq!(find("/data/x"), Some((4, "x")));
-        assert_eq!(
-            find("/data"),
-            Some((0, "data")),
-            "the name's slash must match"
-        );
-        // Like wasi-libc, a relative path can match an absolute name.
-        assert_eq!(find("w/ws/a"), Some((1, "a")));
-        // Among equal names the last one listed wins.
-        assert_eq!(find_preopen_in("a", ["/", "."].into_iter()), Some((1, "a")));
-        assert_eq!(find_preopen_in("a", ["b"].into_iter()), None);
+        let e = open_path("w/ws/a", r, &names, |a, b| a == b).unwrap_err();
+        assert!(format!("{e:?}").contains("ambiguous"), "{e:?}");
     }
 
     #[test]
     fn ancestors_within_the_grant() {
         let found = |path: &str, names: &[&str]| -> Vec<(String, String)> {
-            let (_, rel) = find_preopen_in(path, names.iter().copied()).unwrap();
+            let (_, rel) = wasi_libc::find_preopen(path, names.iter().copied()).unwrap();
             ancestors_in(path, rel)
                 .into_iter()
                 .map(|a| (a.path, a.below))
