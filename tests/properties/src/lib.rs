@@ -12,9 +12,11 @@
 //! warden_properties::policy::check(b"approval = \"never\"\nbogus = 1\n");
 //! ```
 
+pub mod paths;
 pub mod policy;
 pub mod sse;
 pub mod textproto;
+pub mod trust;
 
 #[cfg(test)]
 mod drive;
