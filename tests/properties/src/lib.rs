@@ -12,6 +12,7 @@
 //! warden_properties::policy::check(b"approval = \"never\"\nbogus = 1\n");
 //! ```
 
+pub mod jsonrpc;
 pub mod paths;
 pub mod policy;
 pub mod sse;
