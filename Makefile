@@ -93,7 +93,7 @@ examples: wasm-target
 		node examples/tools/js/build.mjs $(EXAMPLES)/word_count_js.wasm; \
 	else echo "skipped the JavaScript example: componentize-js is missing (make authoring-toolchains)"; fi
 
-lint:
+lint: tools test-guests
 	cargo fmt --all --check
 	cargo fmt --manifest-path tools-wasm/Cargo.toml --all --check
 	cargo fmt --manifest-path tests/guests/Cargo.toml --all --check
