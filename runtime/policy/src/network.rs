@@ -5,7 +5,8 @@
 //! `127.0.0.1:8080`, `[::1]:3000`, or `*` (any host). Without a port, any
 //! port of that host is allowed. Matching is on the host the request names,
 //! case-insensitively; the host checks every request, redirects included
-//! (each hop is a new request).
+//! (each hop is a new request). A wildcard names DNS names only: it never
+//! matches an address, and `*.1` or `*.0.0.1` are refused.
 
 use std::fmt;
 
@@ -54,6 +55,12 @@ impl HostPattern {
             split_port(&e).map_err(|why| format!("network entry `{entry}`: {why}"))?;
         let host = if let Some(suffix) = host.strip_prefix("*.") {
             check_host(suffix).map_err(|why| format!("network entry `{entry}`: {why}"))?;
+            if is_address(suffix) {
+                return Err(format!(
+                    "network entry `{entry}`: a wildcard covers the names under a domain, never \
+                     addresses: name the address itself, e.g. \"127.0.0.1:8080\""
+                ));
+            }
             HostMatch::Subdomains(suffix.to_string())
         } else {
             check_host(host).map_err(|why| format!("network entry `{entry}`: {why}"))?;
@@ -72,9 +79,30 @@ impl HostPattern {
         match &self.host {
             HostMatch::Any => true,
             HostMatch::Exact(h) => h.trim_start_matches('[').trim_end_matches(']') == host,
-            HostMatch::Subdomains(suffix) => host
-                .strip_suffix(suffix.as_str())
-                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+            HostMatch::Subdomains(suffix) => {
+                !is_address(host)
+                    && host
+                        .strip_suffix(suffix.as_str())
+                        .is_some_and(|head| head.len() > 1 && head.ends_with('.'))
+            }
+        }
+    }
+
+    /// What is wrong with this entry as a host a secret is sent to: `*`,
+    /// or a wildcard that does not stay below one registrable domain
+    /// (`*.com`, `*.github.io`: names under a public suffix belong to
+    /// many owners).
+    pub fn check_secret_host(&self) -> Result<(), String> {
+        match &self.host {
+            HostMatch::Any => Err(format!(
+                "`{self}` would send it to any host: name the hosts of the service"
+            )),
+            HostMatch::Subdomains(suffix) if psl::domain_str(suffix).is_none() => Err(format!(
+                "`{self}` covers names under the public suffix `{suffix}`, which belong to \
+                 many owners: name the hosts of the service, or a wildcard below its own \
+                 domain, e.g. \"*.example.com\""
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -143,6 +171,19 @@ impl NetworkAllow {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// Whether `host` is an IP address (or looks like the end of one: a last
+/// label of digits, which no top-level domain has), as a wildcard must
+/// never match.
+fn is_address(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<std::net::IpAddr>().is_ok()
+        || bare
+            .trim_end_matches('.')
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Splits `host[:port]`, `[v6]` and `[v6]:port`.
@@ -228,6 +269,43 @@ mod tests {
         assert!(p("*").allows("anything.net", 1));
         assert_eq!(w.to_string(), "*.example.com");
         assert_eq!(p("Example.com:81").to_string(), "example.com:81");
+    }
+
+    #[test]
+    fn a_wildcard_never_names_or_matches_an_address() {
+        let err = |s: &str| HostPattern::parse(s).unwrap_err();
+        for entry in ["*.1", "*.0.0.1", "*.0.1:8080", "*.168.1.10"] {
+            assert!(
+                err(entry).contains("a wildcard covers the names under a domain, never addresses"),
+                "{entry}: {}",
+                err(entry)
+            );
+        }
+        // Even one that parses matches names, not an address that ends so.
+        let w = p("*.example.com");
+        assert!(!w.allows("127.0.0.1", 80));
+        assert!(w.allows("a.example.com", 80));
+    }
+
+    #[test]
+    fn a_secret_host_stays_below_one_registrable_domain() {
+        for ok in [
+            "*.example.com",
+            "*.api.example.co.uk",
+            "api.example.com",
+            "127.0.0.1:8080",
+        ] {
+            assert_eq!(p(ok).check_secret_host(), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("*.com", "public suffix `com`"),
+            ("*.co.uk", "public suffix `co.uk`"),
+            ("*.github.io", "public suffix `github.io`"),
+            ("*", "would send it to any host"),
+        ] {
+            let e = p(bad).check_secret_host().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]
