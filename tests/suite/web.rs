@@ -422,7 +422,8 @@ fn a_secret_goes_only_over_https_or_to_a_loopback_address_it_names() {
     sb.policy(&format!(
         "[tools.web_search]\nnetwork = [\"localhost:{p}\", \"127.0.0.1:{p}\"]\n\
          settings = {{ provider = \"brave\", url = \"http://localhost:{p}/s\" }}\n\
-         [tools.web_search.secrets.brave]\nfile = \"brave\"\nhosts = [\"localhost:{p}\"]\n\
+         [tools.web_search.secrets.brave]\nfile = \"brave\"\n\
+         hosts = [\"localhost:{p}\", \"127.0.0.1:{p}\"]\n\
          header = \"X-Subscription-Token\"\n",
         p = api.port
     ));
@@ -451,7 +452,7 @@ fn a_secret_without_a_value_is_not_sent_and_the_model_is_told_why() {
         e.message.contains("HTTP 401")
             && e.message.contains(
                 "secret `brave` was not sent: it comes from `brave` in the user's secrets.toml, \
-                 which has no such string"
+                 which has no such entry"
             ),
         "{e}"
     );
@@ -463,9 +464,10 @@ fn a_secret_without_a_value_is_not_sent_and_the_model_is_told_why() {
 fn a_call_that_succeeds_without_its_secret_still_says_why_it_was_not_sent() {
     let api = WebPeer::start(|_| Answer::ok("text/plain", "public page"));
     let sb = Sandbox::new();
+    sb.secrets_file("brave = { env = \"WARDEN_TEST_NEVER_SET\" }\n");
     sb.policy(&format!(
         "[tools.fetch]\nnetwork = [\"127.0.0.1:{p}\"]\n\n\
-         [tools.fetch.secrets.brave]\nenv = \"WARDEN_TEST_NEVER_SET\"\n\
+         [tools.fetch.secrets.brave]\nfile = \"brave\"\n\
          hosts = [\"127.0.0.1:{p}\"]\nheader = \"X-Subscription-Token\"\n",
         p = api.port
     ));
@@ -474,8 +476,8 @@ fn a_call_that_succeeds_without_its_secret_still_says_why_it_was_not_sent() {
     assert!(out.contains("public page"), "{out}");
     assert!(
         out.contains(
-            "[warden: secret `brave` was not sent: it comes from $WARDEN_TEST_NEVER_SET, which \
-             is not set"
+            "[warden: secret `brave` was not sent: it comes from $WARDEN_TEST_NEVER_SET (`brave` \
+             in the user's secrets.toml), which is not set"
         ),
         "{out}"
     );
@@ -524,12 +526,13 @@ fn a_hostile_tool_granted_the_secret_cannot_get_it_to_another_host() {
     let api = echo_api(&sink);
     let sb = Sandbox::new();
     sb.secrets_file(&format!("brave = \"{KEY}\"\n"));
+    // A tool holding the secret gets no other host (the policy refuses the
+    // mix): whatever it learns has nowhere to go.
     sb.policy(&format!(
-        "[tools.leak]\nnetwork = [\"127.0.0.1:{a}\", \"127.0.0.1:{s}\"]\n\n\
+        "[tools.leak]\nnetwork = [\"127.0.0.1:{a}\"]\n\n\
          [tools.leak.secrets.brave]\nfile = \"brave\"\nhosts = [\"127.0.0.1:{a}\"]\n\
          header = \"X-Subscription-Token\"\n",
         a = api.port,
-        s = sink.port
     ));
     let tools = sb.toolset(&[guests::LEAKY]);
     let out = ok(tools.call(
@@ -542,14 +545,14 @@ fn a_hostile_tool_granted_the_secret_cannot_get_it_to_another_host() {
     assert!(api_log.contains(KEY), "{api_log}");
     assert!(out.contains("echo: 200"), "{out}");
     assert!(out.contains("[secret brave]"), "{out}");
-    // Every attempt reached the sink, and none carried the key.
+    // Every attempt to reach the sink was refused before it was sent.
     for attempt in [
-        "header: 200",
-        "url: 200",
-        "body: 200",
-        "followed: 200",
-        "named: 200",
-        "decoded: 200",
+        "header: 0",
+        "url: 0",
+        "body: 0",
+        "followed: 0",
+        "named: 0",
+        "decoded: 0",
     ] {
         assert!(out.contains(attempt), "{attempt}: {out}");
     }
@@ -559,12 +562,7 @@ fn a_hostile_tool_granted_the_secret_cannot_get_it_to_another_host() {
     let coded = coded.expect("the coded echo was asked for");
     assert_eq!(coded.header("accept-encoding").as_deref(), Some("identity"));
     assert_eq!(coded.header("range"), None, "{}", coded.head);
-    let sink_log = sink.log();
-    assert_eq!(sink.seen().len(), 6, "{sink_log}");
-    assert_no_key("the sink's log", &sink_log);
-    assert!(sink_log.contains("[secret brave]"), "{sink_log}");
-    // The named headers reached the sink as the guest wrote them.
-    assert!(sink_log.contains("x-subscription-token: {}"), "{sink_log}");
+    assert_eq!(sink.hits(), 0, "{}", sink.log());
     assert_no_key("the tool's output", &out);
 }
 
@@ -573,9 +571,11 @@ fn the_secret_never_reaches_the_model_the_transcript_or_json_events() {
     let sink = WebPeer::start(|_| Answer::ok("text/plain", "thanks"));
     let api = echo_api(&sink);
     let sb = Sandbox::new();
+    // The user's file reads it from the user's environment.
+    sb.secrets_file("brave = { env = \"WARDEN_TEST_BRAVE\" }\n");
     sb.policy(&format!(
         "[tools.fetch]\nnetwork = [\"127.0.0.1:{a}\"]\n\n\
-         [tools.fetch.secrets.brave]\nenv = \"WARDEN_TEST_BRAVE\"\nhosts = [\"127.0.0.1:{a}\"]\n\
+         [tools.fetch.secrets.brave]\nfile = \"brave\"\nhosts = [\"127.0.0.1:{a}\"]\n\
          header = \"X-Subscription-Token\"\n",
         a = api.port
     ));
@@ -628,7 +628,8 @@ fn the_secret_never_reaches_the_model_the_transcript_or_json_events() {
 fn an_untrusted_workspace_gets_no_secret() {
     let api = search_api();
     let sb = Sandbox::new();
-    sb.policy(&search_policy(&api, "env = \"WARDEN_TEST_BRAVE\""));
+    sb.secrets_file("brave = { env = \"WARDEN_TEST_BRAVE\" }\n");
+    sb.policy(&search_policy(&api, "file = \"brave\""));
     let args = r#"{"query":"q"}"#;
     let mock = MockLlm::start(vec![calls(&[("c1", "web_search", args)]), answer("done")]);
     let r = run(sb
@@ -699,14 +700,15 @@ fn the_trust_diff_shows_an_added_secret_and_a_network_entry_for_a_builtin() {
     sb.policy(
         "[tools.fetch]\nnetwork = [\"docs.rs\"]\n\n[tools.web_search]\nnetwork = [\"api.search.brave.com\"]\n\
          settings = { provider = \"brave\" }\n\n[tools.web_search.secrets.brave]\n\
-         env = \"BRAVE_API_KEY\"\nhosts = [\"api.search.brave.com\"]\nheader = \"X-Subscription-Token\"\n",
+         file = \"brave\"\nhosts = [\"api.search.brave.com\"]\nheader = \"X-Subscription-Token\"\n",
     );
     let shown = run_ok(sb.warden().env("BRAVE_API_KEY", KEY).arg("trust"));
     assert!(shown.contains("+ fetch: network docs.rs"), "{shown}");
     assert!(
         shown.contains(
-            "+ web_search: secret brave (env BRAVE_API_KEY) to api.search.brave.com as header \
-             X-Subscription-Token: {}"
+            "+ web_search: secret brave (your secrets.toml entry `brave`) to \
+             api.search.brave.com as header X-Subscription-Token: {}; web_search can read \
+             brave's value if api.search.brave.com reflects it"
         ),
         "{shown}"
     );
@@ -741,23 +743,45 @@ fn bad_secret_sections_are_refused_with_what_to_write() {
     for (section, says) in [
         (
             "hosts = [\"a.com\"]\nheader = \"X-Key\"\n",
-            "give exactly one source",
+            "name its value: `file = \"key\"`, an entry of your secrets file",
         ),
         (
-            "env = \"K\"\nheader = \"X-Key\"\n",
+            "file = \"k\"\nheader = \"X-Key\"\n",
             "list the hosts it may be sent to",
         ),
         (
-            "env = \"K\"\nhosts = [\"*\"]\nheader = \"X-Key\"\n",
-            "`*` would send it to any host",
+            "file = \"k\"\nhosts = [\"*\"]\nheader = \"X-Key\"\n",
+            "`*` would send it to any host: name the hosts of the service",
         ),
-        ("env = \"K\"\nhosts = [\"a.com\"]\n", "say how it is sent"),
+        // A wildcard over addresses would match 127.0.0.1 on every port.
         (
-            "env = \"K\"\nhosts = [\"a.com\"]\nheader = \"Host\"\n",
+            "file = \"k\"\nhosts = [\"*.1\"]\nheader = \"X-Key\"\n",
+            "a wildcard covers the names under a domain, never addresses: name the address \
+             itself, e.g. \"127.0.0.1:8080\"",
+        ),
+        (
+            "file = \"k\"\nhosts = [\"*.0.0.1\"]\nheader = \"X-Key\"\n",
+            "a wildcard covers the names under a domain, never addresses",
+        ),
+        (
+            "file = \"k\"\nhosts = [\"*.com\"]\nheader = \"X-Key\"\n",
+            "`*.com` covers names under the public suffix `com`, which belong to many owners: \
+             name the hosts of the service, or a wildcard below its own domain",
+        ),
+        // The workspace may not choose which of the user's values leaves.
+        (
+            "env = \"OPENAI_API_KEY\"\nhosts = [\"a.com\"]\nheader = \"X-Key\"\n",
+            "a workspace cannot take a secret from an environment variable \
+             (`env = \"OPENAI_API_KEY\"`): name an entry of your secrets file, `file = \"key\"`; \
+             in the secrets file, `key = { env = \"VAR\" }` reads it from your environment",
+        ),
+        ("file = \"k\"\nhosts = [\"a.com\"]\n", "say how it is sent"),
+        (
+            "file = \"k\"\nhosts = [\"a.com\"]\nheader = \"Host\"\n",
             "`Host` cannot carry a secret",
         ),
         (
-            "env = \"K\"\nhosts = [\"a.com\"]\nheader = \"Authorization: Bearer\"\n",
+            "file = \"k\"\nhosts = [\"a.com\"]\nheader = \"Authorization: Bearer\"\n",
             "must contain `{}` once",
         ),
     ] {
@@ -770,4 +794,21 @@ fn bad_secret_sections_are_refused_with_what_to_write() {
             r.stderr
         );
     }
+    // A tool holding a secret and a second host.
+    sb.policy(
+        "[tools.fetch]\nnetwork = [\"a.com\", \"sink.example.net\"]\n\n\
+         [tools.fetch.secrets.k]\nfile = \"k\"\nhosts = [\"a.com\"]\nheader = \"X-Key\"\n",
+    );
+    let r = run(sb.warden().arg("trust"));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(
+            "[tools.fetch]: `sink.example.net` is in `network` but is not a host of secret `k`: \
+             a tool holding a secret reaches only that secret's hosts, so that what it learns \
+             of the value has nowhere else to go; add the host to the secret's `hosts` if the \
+             service owns it, or give it to another tool"
+        ),
+        "{}",
+        r.stderr
+    );
 }

@@ -131,7 +131,7 @@ pub fn resolve_noted(
     let api_key_env = user
         .api_key_env
         .clone()
-        .unwrap_or_else(|| "OPENAI_API_KEY".into());
+        .unwrap_or_else(|| warden_policy::DEFAULT_KEY_ENV.into());
     let api_key = non_empty(env(&api_key_env));
     let base_url = match flags
         .base_url

@@ -159,7 +159,7 @@ impl fmt::Display for Capability {
                 f,
                 "secret {} ({}) to {} as {}",
                 inert(name),
-                inert(source),
+                secret_source(source),
                 inert(&hosts.join(", ")),
                 inert(send)
             ),
@@ -168,6 +168,15 @@ impl fmt::Display for Capability {
             }
             Capability::Exec { program } => write!(f, "exec {}", inert(program)),
         }
+    }
+}
+
+/// Which of the user's values a secret is: `file KEY` is the entry `KEY`
+/// of the secrets file (which may read it from the user's environment).
+fn secret_source(source: &str) -> String {
+    match source.split_once(' ') {
+        Some(("file", key)) => format!("your secrets.toml entry `{}`", inert(key)),
+        _ => inert(source).into_owned(),
     }
 }
 

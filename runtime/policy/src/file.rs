@@ -308,6 +308,21 @@ pub struct UserConfig {
     pub approval: Option<String>,
 }
 
+/// The user's config file, in warden's per-user config folder.
+pub const USER_CONFIG: &str = "config.toml";
+
+/// The variable holding the model's API key when the user's config names
+/// none.
+pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
+
+impl UserConfig {
+    /// The variable the model's API key is read from: only the user's
+    /// config chooses it (a workspace's `api_key_env` is ignored).
+    pub fn api_key_env(&self) -> &str {
+        self.model.api_key_env.as_deref().unwrap_or(DEFAULT_KEY_ENV)
+    }
+}
+
 /// Limits, each optional; unset ones fall back to the next layer.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -369,7 +384,8 @@ pub struct ToolSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecretSection {
-    /// A host environment variable holding the value.
+    /// Refused in a workspace: which environment variable leaves is the
+    /// user's choice, made in the secrets file. Kept to say so.
     pub env: Option<String>,
     /// A key of the per-user secrets file holding the value.
     pub file: Option<String>,
@@ -400,10 +416,17 @@ impl SecretSection {
         if !is_tool_name(name) {
             return Err(format!("{pre}: name it in snake_case, like `brave_key`"));
         }
-        let source = match (&self.env, &self.file) {
-            (Some(var), None) => {
-                check_env_name(var).map_err(|e| format!("{pre}: {e}"))?;
-                format!("env {var}")
+        let key = match (&self.env, &self.file) {
+            // The workspace would choose which of the user's values leaves,
+            // the model key included.
+            (Some(var), _) => {
+                return Err(format!(
+                    "{pre}: a workspace cannot take a secret from an environment variable \
+                     (`env = \"{}\"`): name an entry of your secrets file, `file = \"key\"`; \
+                     in the secrets file, `key = {{ env = \"VAR\" }}` reads it from your \
+                     environment",
+                    crate::inert::inert(var)
+                ));
             }
             (None, Some(key)) => {
                 if !is_tool_name(key) {
@@ -411,15 +434,15 @@ impl SecretSection {
                         "{pre}: `file` names a key of the secrets file in snake_case, like `brave`"
                     ));
                 }
-                format!("file {key}")
+                key
             }
-            _ => {
+            (None, None) => {
                 return Err(format!(
-                    "{pre}: give exactly one source: `env = \"VAR\"` (a host environment \
-                     variable) or `file = \"key\"` (an entry of your secrets file)"
+                    "{pre}: name its value: `file = \"key\"`, an entry of your secrets file"
                 ));
             }
         };
+        let source = format!("file {key}");
         if self.hosts.is_empty() {
             return Err(format!(
                 "{pre}: list the hosts it may be sent to, e.g. `hosts = [\"api.example.com\"]`"
@@ -428,12 +451,8 @@ impl SecretSection {
         let mut hosts: Vec<String> = Vec::new();
         for h in &self.hosts {
             let p = HostPattern::parse(h).map_err(|e| format!("{pre}: {e}"))?;
+            p.check_secret_host().map_err(|e| format!("{pre}: {e}"))?;
             let shown = p.to_string();
-            if shown == "*" || shown.starts_with("*:") {
-                return Err(format!(
-                    "{pre}: `*` would send it to any host: name the hosts of the service"
-                ));
-            }
             if !hosts.contains(&shown) {
                 hosts.push(shown);
             }
@@ -522,7 +541,20 @@ impl ToolSection {
     /// What is wrong with its secrets and settings, if anything.
     pub(crate) fn check(&self) -> Result<(), String> {
         for (name, s) in &self.secrets {
-            s.capability(name)?;
+            let hosts = match s.capability(name)? {
+                Capability::Secret { hosts, .. } => hosts,
+                _ => continue,
+            };
+            // A value the tool learns (a host that reflects it) must have
+            // nowhere else to go.
+            if let Some(other) = self.network.iter().find(|n| !hosts.contains(n)) {
+                return Err(format!(
+                    "`{other}` is in `network` but is not a host of secret `{name}`: a tool \
+                     holding a secret reaches only that secret's hosts, so that what it learns \
+                     of the value has nowhere else to go; add the host to the secret's `hosts` \
+                     if the service owns it, or give it to another tool"
+                ));
+            }
         }
         for (key, value) in &self.settings {
             if !is_tool_name(key) {

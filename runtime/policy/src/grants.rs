@@ -102,8 +102,11 @@ impl Policy {
                 .map_err(|m| at(span, format!("[tools.{}]: {m}", name.0)))?;
         }
         for (name, server) in &file.mcp {
-            check_overlap(&mcp_key(&name.0), &server.get_ref().grants)
-                .map_err(|m| at(server.span(), m))?;
+            let grants = &server.get_ref().grants;
+            check_overlap(&mcp_key(&name.0), grants).map_err(|m| at(server.span(), m))?;
+            grants
+                .check()
+                .map_err(|m| at(server.span(), format!("[mcp.{}]: {m}", name.0)))?;
         }
         Ok(Policy {
             workspace: canonical_workspace(workspace),

@@ -32,8 +32,8 @@ mod units;
 pub use caps::{Capability, Grants, Limits};
 pub use error::{Error, Result};
 pub use file::{
-    EnvEntry, McpLaunch, McpSection, ModelSection, PolicyFile, ToolSection, UserConfig,
-    is_tool_name,
+    DEFAULT_KEY_ENV, EnvEntry, McpLaunch, McpSection, ModelSection, PolicyFile, ToolSection,
+    USER_CONFIG, UserConfig, is_tool_name,
 };
 pub use grants::{Baseline, Origin, Policy, load_user_config, mcp_key};
 pub use inert::{inert, inert_text, json_kind};

@@ -24,12 +24,10 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use warden_policy::{Capability, Grants, NetworkAllow};
 use warden_state::StateDir;
 
+mod source;
+
 /// The per-user secrets file, in warden's config folder.
 pub const SECRETS_FILE: &str = "secrets.toml";
-
-/// Shortest value that may be a secret: a shorter one would be scrubbed
-/// out of ordinary text.
-const MIN_LEN: usize = 8;
 
 /// How a secret goes into a request.
 #[derive(Debug, Clone)]
@@ -69,15 +67,17 @@ impl std::fmt::Debug for Secrets {
 }
 
 impl Secrets {
-    /// Reads the value of every secret `grants` name: from the host
-    /// environment or from the secrets file in `config` (opened beneath
-    /// warden's private config folder without following links). A value
-    /// that is missing or unusable is not sent; each request to its hosts
-    /// then says why.
+    /// Reads the value of every secret `grants` name from the user's
+    /// secrets file in `config` (opened beneath warden's private config
+    /// folder without following links), or the user's variable an entry
+    /// names. A value that is missing or unusable is not sent; each request
+    /// to its hosts then says why. A tool that could read a value itself
+    /// (granted its variable) is not bound.
     pub(crate) fn resolve(grants: &Grants, config: Option<&StateDir>) -> Result<Secrets, String> {
+        let env = |name: &str| std::env::var(name).ok();
+        let mut sources = source::Sources::new(config, &env);
         let mut out = Vec::new();
         let mut missing = Vec::new();
-        let mut file: Option<Result<toml::Table, String>> = None;
         for cap in grants.secrets() {
             let Capability::Secret {
                 name,
@@ -88,40 +88,7 @@ impl Secrets {
             else {
                 continue;
             };
-            let value = match source.split_once(' ') {
-                Some(("env", var)) => std::env::var(var).map_err(|_| {
-                    format!("it comes from ${var}, which is not set; the user sets it before starting warden")
-                }),
-                Some(("file", key)) => {
-                    if file.is_none() {
-                        file = Some(read_file(config));
-                    }
-                    match file.as_ref().expect("read above") {
-                        Err(why) => Err(why.clone()),
-                        Ok(table) => table
-                            .get(key)
-                            .and_then(|v| v.as_str())
-                            .map(str::to_string)
-                            .ok_or_else(|| {
-                                format!(
-                                    "it comes from `{key}` in the user's {SECRETS_FILE}, which has \
-                                     no such string; the user adds `{key} = \"...\"` to it"
-                                )
-                            }),
-                    }
-                }
-                _ => return Err(format!("secret `{name}` has an unknown source `{source}`")),
-            };
-            let value = value.and_then(|v| {
-                if v.len() < MIN_LEN || v.chars().any(|c| c.is_control()) {
-                    Err(format!(
-                        "its value must be one line of at least {MIN_LEN} bytes"
-                    ))
-                } else {
-                    Ok(v)
-                }
-            });
-            match value {
+            match sources.value(name, source, grants)? {
                 Ok(v) => out.push(Secret::new(name, hosts, send, v)?),
                 Err(why) => missing.push(Missing {
                     hosts: NetworkAllow::new(hosts.iter().map(String::as_str)),
@@ -479,27 +446,6 @@ fn base64_cores(engine: &impl base64::Engine, value: &[u8]) -> Vec<String> {
             text[first..end.min(text.len())].to_string()
         })
         .collect()
-}
-
-fn read_file(config: Option<&StateDir>) -> Result<toml::Table, String> {
-    let Some(dir) = config else {
-        return Err(format!(
-            "there is no per-user config folder to read {SECRETS_FILE} from"
-        ));
-    };
-    let shown = dir.path().join(SECRETS_FILE);
-    let bytes = dir
-        .read(SECRETS_FILE)
-        .map_err(|e| format!("cannot read {}: {e}", shown.display()))?
-        .ok_or_else(|| {
-            format!(
-                "{} does not exist: create it with `key = \"value\"` lines",
-                shown.display()
-            )
-        })?;
-    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", shown.display()))?;
-    text.parse::<toml::Table>()
-        .map_err(|e| format!("{} is not valid TOML: {}", shown.display(), e.message()))
 }
 
 /// `hay` with every `needle` replaced by `with`, or `None` when there is none.

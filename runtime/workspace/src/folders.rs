@@ -176,7 +176,7 @@ impl Folders {
 
     /// The user config file.
     pub fn config_file(&self) -> PathBuf {
-        self.config.join("warden/config.toml")
+        self.config.join("warden").join(warden_policy::USER_CONFIG)
     }
 
     /// The user's own tools folder.

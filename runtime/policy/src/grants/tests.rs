@@ -436,7 +436,7 @@ fn a_secret_is_a_capability_with_its_source_hosts_and_way_but_no_value() {
     let d = ws();
     let p = parse(
         "[tools.web_search]\nnetwork = [\"API.example.com\"]\nsettings = { provider = \"brave\" }\n\
-         [tools.web_search.secrets.key]\nenv = \"KEY_VAR\"\nhosts = [\"API.example.com\", \"api.example.com\"]\n\
+         [tools.web_search.secrets.key]\nfile = \"search_key\"\nhosts = [\"API.example.com\", \"api.example.com\"]\n\
          header = \"Authorization: Bearer {}\"\n",
         d.path(),
     )
@@ -447,14 +447,15 @@ fn a_secret_is_a_capability_with_its_source_hosts_and_way_but_no_value() {
         *secret,
         Capability::Secret {
             name: "key".into(),
-            source: "env KEY_VAR".into(),
+            source: "file search_key".into(),
             hosts: vec!["api.example.com".into()],
             send: "header Authorization: Bearer {}".into(),
         }
     );
     assert_eq!(
         secret.to_string(),
-        "secret key (env KEY_VAR) to api.example.com as header Authorization: Bearer {}"
+        "secret key (your secrets.toml entry `search_key`) to api.example.com as header \
+         Authorization: Bearer {}"
     );
     assert_eq!(
         g.settings().collect::<Vec<_>>(),
@@ -529,6 +530,70 @@ fn error_at(text: &str) -> (usize, usize, String) {
         }) => (line, column, message),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn secrets_are_refused_where_they_would_leave_by_another_way() {
+    let d = ws();
+    let secret = |hosts: &str| {
+        format!("[tools.leak.secrets.k]\nfile = \"k\"\nhosts = [{hosts}]\nheader = \"X-Key\"\n")
+    };
+    for (text, says) in [
+        // Wildcards over addresses, or over a public suffix.
+        (
+            secret("\"*.1\""),
+            "a wildcard covers the names under a domain, never addresses",
+        ),
+        (
+            secret("\"*.0.0.1\""),
+            "a wildcard covers the names under a domain, never addresses",
+        ),
+        (
+            secret("\"*.com\""),
+            "covers names under the public suffix `com`",
+        ),
+        // The workspace choosing an environment variable.
+        (
+            "[tools.leak.secrets.k]\nenv = \"OPENAI_API_KEY\"\nhosts = [\"a.example.com\"]\n\
+             header = \"X-Key\"\n"
+                .to_string(),
+            "a workspace cannot take a secret from an environment variable \
+             (`env = \"OPENAI_API_KEY\"`): name an entry of your secrets file, `file = \"key\"`",
+        ),
+        // A second host beside the secret's.
+        (
+            format!(
+                "[tools.leak]\nnetwork = [\"a.example.com\", \"sink.example.net\"]\n{}",
+                secret("\"a.example.com\"")
+            ),
+            "`sink.example.net` is in `network` but is not a host of secret `k`: a tool holding \
+             a secret reaches only that secret's hosts",
+        ),
+    ] {
+        let e = parse(&text, d.path()).unwrap_err().to_string();
+        assert!(e.contains(says), "{text}: {e}");
+        // An MCP server reached at a URL is held to the same.
+        if text.contains("network") {
+            let mcp = text
+                .replace(
+                    "[tools.leak]",
+                    "[mcp.leak]\nurl = \"https://a.example.com/mcp\"",
+                )
+                .replace("[tools.leak.secrets.k]", "[mcp.leak.secrets.k]");
+            let e = parse(&mcp, d.path()).unwrap_err().to_string();
+            assert!(e.contains("[mcp.leak]: ") && e.contains(says), "{mcp}: {e}");
+        }
+    }
+    // The secret's own hosts, by name or below its domain: accepted.
+    let p = parse(
+        &format!(
+            "[tools.leak]\nnetwork = [\"a.example.com\"]\n{}",
+            secret("\"a.example.com\", \"*.api.example.com\"")
+        ),
+        d.path(),
+    )
+    .unwrap();
+    assert!(p.grants_for("leak", Baseline::Off).is_some());
 }
 
 #[test]

@@ -149,19 +149,24 @@ impl fmt::Display for Change {
                     f,
                     "+ {tool}: starts `{}` confined to: {}; its tools reach the model",
                     inert(&command_line(&command)),
-                    describe(record)
+                    describe(tool, record)
                 ),
                 Some(McpLaunch::Url(url)) => write!(
                     f,
                     "+ {tool}: connects to {} with: {}; its tools reach the model",
                     inert(&url),
-                    describe(record)
+                    describe(tool, record)
                 ),
-                None => write!(f, "+ tool {tool} ({}): {}", record.origin, describe(record)),
+                None => write!(
+                    f,
+                    "+ tool {tool} ({}): {}",
+                    record.origin,
+                    describe(tool, record)
+                ),
             },
             Change::ToolRemoved { tool } if tool.starts_with("mcp.") => write!(f, "- {tool}"),
             Change::ToolRemoved { tool } => write!(f, "- tool {tool}"),
-            Change::Gained { tool, cap } => write!(f, "+ {tool}: {cap}"),
+            Change::Gained { tool, cap } => write!(f, "+ {tool}: {}", shown(tool, cap)),
             Change::Lost { tool, cap } => write!(f, "- {tool}: {cap}"),
             Change::NetworkOpened { tool, hosts } => {
                 write!(f, "+ {tool}: {}", whole_network(hosts))
@@ -246,6 +251,20 @@ impl fmt::Display for Change {
                 (_, None) => write!(f, "- {INSTRUCTIONS}"),
             },
         }
+    }
+}
+
+/// A capability as a diff line shows it a tool gets it; a secret with what
+/// it means: the scrub is a second line, a host that echoes the value
+/// hands it over.
+fn shown(tool: &str, cap: &Capability) -> String {
+    match cap {
+        Capability::Secret { name, hosts, .. } => format!(
+            "{cap}; {tool} can read {}'s value if {} reflects it",
+            inert(name),
+            inert(&hosts.join(" or "))
+        ),
+        _ => cap.to_string(),
     }
 }
 
@@ -363,7 +382,7 @@ fn whole_network(hosts: &[String]) -> String {
 
 /// Everything a new tool gets, most dangerous first; limits only where they
 /// differ from the built-in defaults, to keep the line short.
-fn describe(r: &ToolRecord) -> String {
+fn describe(tool: &str, r: &ToolRecord) -> String {
     let writes = r
         .caps
         .iter()
@@ -384,7 +403,7 @@ fn describe(r: &ToolRecord) -> String {
     let mut parts: Vec<String> = writes
         .chain(reads)
         .chain(others)
-        .map(|c| c.to_string())
+        .map(|c| shown(tool, c))
         .collect();
     if !hosts.is_empty() {
         parts.push(whole_network(&hosts));

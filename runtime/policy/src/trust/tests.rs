@@ -654,3 +654,39 @@ fn the_diff_shows_a_server_process_gaining_or_losing_the_whole_network() {
         ["+ mcp.demo: network api.example.com"]
     );
 }
+
+#[test]
+fn the_diff_says_which_of_the_users_secrets_goes_where_and_that_an_echo_hands_it_over() {
+    let secret = Capability::Secret {
+        name: "brave".into(),
+        source: "file brave_key".into(),
+        hosts: vec!["api.search.brave.com".into()],
+        send: "header X-Subscription-Token".into(),
+    };
+    let mut before = TrustState::default();
+    before
+        .tools
+        .insert("web_search".into(), grants("builtin", &[], &[], &[]));
+    let mut after = before.clone();
+    let mut ws = grants("builtin", &[], &[], &[]);
+    ws.caps.insert(secret.clone());
+    after.tools.insert("web_search".into(), ws.clone());
+    after.tools.insert("leak".into(), ws);
+    assert_eq!(
+        lines(&diff(&before, &after)),
+        vec![
+            "+ tool leak (builtin): secret brave (your secrets.toml entry `brave_key`) to \
+             api.search.brave.com as header X-Subscription-Token; leak can read brave's value \
+             if api.search.brave.com reflects it",
+            "+ web_search: secret brave (your secrets.toml entry `brave_key`) to \
+             api.search.brave.com as header X-Subscription-Token; web_search can read brave's \
+             value if api.search.brave.com reflects it",
+        ]
+    );
+    // Losing it says only what is lost.
+    assert_eq!(
+        lines(&diff(&after, &before))[1],
+        "- web_search: secret brave (your secrets.toml entry `brave_key`) to \
+         api.search.brave.com as header X-Subscription-Token"
+    );
+}
