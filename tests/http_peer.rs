@@ -109,6 +109,9 @@ pub struct Answer {
     pub stall: bool,
     /// Write the body this many bytes at a time.
     pub chunk: usize,
+    /// The header that frames the body in place of `content-length`
+    /// (`transfer-encoding: chunked`); the body is then written as given.
+    pub framing: Option<String>,
 }
 
 impl Answer {
@@ -120,6 +123,7 @@ impl Answer {
             body: body.into(),
             stall: false,
             chunk: 64 << 10,
+            framing: None,
         }
     }
 
@@ -131,6 +135,7 @@ impl Answer {
             body: Vec::new(),
             stall: false,
             chunk: 64 << 10,
+            framing: None,
         }
     }
 
@@ -237,10 +242,9 @@ fn answer(mut stream: TcpStream, handler: &Handler, log: &std::sync::Mutex<Vec<S
     for (k, v) in &a.headers {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
-    out.push_str(&format!(
-        "content-length: {}\r\nconnection: close\r\n\r\n",
-        a.body.len()
-    ));
+    let framing =
+        (a.framing.clone()).unwrap_or_else(|| format!("content-length: {}", a.body.len()));
+    out.push_str(&format!("{framing}\r\nconnection: close\r\n\r\n"));
     if stream.write_all(out.as_bytes()).is_err() {
         return;
     }

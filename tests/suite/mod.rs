@@ -23,6 +23,7 @@ mod models;
 mod network;
 mod seams;
 mod search;
+mod secrets;
 mod sessions;
 mod trust;
 mod undo;
