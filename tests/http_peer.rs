@@ -162,7 +162,16 @@ pub struct WebPeer {
 impl WebPeer {
     /// Serves every request with `handler`.
     pub fn start(handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> WebPeer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        WebPeer::start_on("127.0.0.1", handler)
+    }
+
+    /// Serves every request with `handler`, listening on `ip` (`0.0.0.0`:
+    /// every address of this machine).
+    pub fn start_on(
+        ip: &str,
+        handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static,
+    ) -> WebPeer {
+        let listener = TcpListener::bind((ip, 0)).expect("bind");
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));

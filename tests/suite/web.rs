@@ -664,7 +664,7 @@ fn a_granted_name_that_resolves_to_loopback_is_refused_unless_the_address_is_gra
     assert_eq!(e.kind, ErrorKind::Denied, "{e}");
     assert!(
         e.message
-            .contains("resolves to a private or loopback address")
+            .contains("resolves to a private, loopback or other non-public address")
             && e.message.contains(&format!(
                 "The entry `localhost:{}` grants the name, not the address",
                 peer.port
@@ -811,4 +811,55 @@ fn bad_secret_sections_are_refused_with_what_to_write() {
         "{}",
         r.stderr
     );
+}
+
+/// A non-loopback IPv4 address of this machine's interfaces, if it has one.
+fn own_address() -> Option<std::net::Ipv4Addr> {
+    nix::ifaddrs::getifaddrs()
+        .ok()?
+        .filter_map(|a| a.address?.as_sockaddr_in().map(|s| s.ip()))
+        .find(|ip| !ip.is_loopback())
+}
+
+#[test]
+fn this_machines_own_address_is_refused_under_star_and_through_a_redirect() {
+    let Some(own) = own_address() else {
+        eprintln!("skipped: this machine has no non-loopback IPv4 address");
+        return;
+    };
+    // A service listening on every address of the machine.
+    let service = WebPeer::start_on("0.0.0.0", |_| Answer::ok("text/plain", "internal"));
+    let target = format!("http://{own}:{}/admin", service.port);
+    let redirector = {
+        let target = target.clone();
+        WebPeer::start(move |_| Answer::redirect(&target))
+    };
+    let sb = Sandbox::new();
+    sb.policy(&format!(
+        "[tools.fetch]\nnetwork = [\"*\", \"127.0.0.1:{}\"]\n",
+        redirector.port
+    ));
+    let tools = sb.toolset(&[]);
+    let e = err(fetch(&tools, &target, json!({})));
+    assert_eq!(e.kind, ErrorKind::Denied, "{e}");
+    assert!(
+        e.message.contains(&format!(
+            "{own}:{p} resolves to {own}:{p}, an address of this machine: not connected",
+            p = service.port
+        )),
+        "{e}"
+    );
+    let e = err(fetch(&tools, &redirector.url("/"), json!({})));
+    assert_eq!(e.kind, ErrorKind::Denied, "{e}");
+    assert!(e.message.contains("an address of this machine"), "{e}");
+    assert_eq!(redirector.hits(), 1, "the redirect was followed");
+    assert_eq!(service.hits(), 0, "the machine's own service was reached");
+    // Granted by the address itself: reached.
+    sb.policy(&format!(
+        "[tools.fetch]\nnetwork = [\"{own}:{}\"]\n",
+        service.port
+    ));
+    let tools = sb.toolset(&[]);
+    assert!(ok(fetch(&tools, &target, json!({}))).ends_with("internal"));
+    assert_eq!(service.hits(), 1);
 }

@@ -27,6 +27,7 @@
 //! println!("{}", out.model_text());
 //! ```
 
+mod addrs;
 mod alloc;
 mod bind;
 mod bindings;

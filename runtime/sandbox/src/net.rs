@@ -1,8 +1,9 @@
 //! Outbound HTTP for one call: every request is checked against the tool's
 //! `network` grants before a connection is made. Raw sockets stay disabled;
 //! `wasi:http` is the only way out, and only to the hosts named. A name is
-//! resolved here and connected to at the address checked; a loopback or
-//! private address is reached only when the address itself is granted.
+//! resolved here and connected to at the address checked; an address that
+//! is not globally reachable, or is this machine's own, is reached only
+//! when the address itself is granted.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -186,7 +187,7 @@ impl WasiHttpHooks for NetGate {
             let (res, io) = match sent {
                 Ok(r) => r,
                 Err(Refusal::Failed(e)) => return Err(e),
-                Err(Refusal::Private(addrs)) => {
+                Err(Refusal::Closed(addrs, why)) => {
                     // With the port: the grant to suggest is this one
                     // service, and an IPv6 address goes in brackets.
                     let shown: Vec<String> = addrs
@@ -195,10 +196,11 @@ impl WasiHttpHooks for NetGate {
                         .collect();
                     let entry = allow.entry_for(&host, port).unwrap_or_default();
                     let note = format!(
-                        "{host}:{port} resolves to {}, a loopback or private address: not \
-                         connected. The entry `{entry}` grants the name, not the address; only \
-                         the user can grant it, with `network = [\"{}\"]`",
+                        "{host}:{port} resolves to {}, {}: not connected. The entry `{entry}` \
+                         grants the name, not the address; only the user can grant it, with \
+                         `network = [\"{}\"]`",
                         shown.join(", "),
+                        why.words(),
                         shown.join("\", \"")
                     );
                     note_once(&notes, note);

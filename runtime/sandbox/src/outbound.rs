@@ -32,14 +32,16 @@ pub enum OutboundError {
     NotGranted(String),
     /// The name resolves only to addresses that are not granted as such.
     #[error(
-        "{host} resolves to {addresses}, a loopback or private address: not connected; \
-         only the user can grant that address, with `network = [\"{grant}\"]`"
+        "{host} resolves to {addresses}, {why}: not connected; only the user can grant that \
+         address, with `network = [\"{grant}\"]`"
     )]
     Private {
         /// `host:port` as asked.
         host: String,
         /// What it resolved to.
         addresses: String,
+        /// What kind of address it is.
+        why: &'static str,
         /// The entries that would grant it, quoted and joined.
         grant: String,
     },
@@ -112,7 +114,7 @@ impl Outbound {
         let req = req.map(|b| b.map_err(|never| match never {}).boxed_unsync());
         let (res, driver) = match send(req, options, &self.allow, &host, port, tls).await {
             Ok(sent) => sent,
-            Err(Refusal::Private(addrs)) => {
+            Err(Refusal::Closed(addrs, why)) => {
                 let shown: Vec<String> = addrs
                     .iter()
                     .map(|ip| std::net::SocketAddr::new(*ip, port).to_string())
@@ -120,6 +122,7 @@ impl Outbound {
                 return Err(OutboundError::Private {
                     host: format!("{host}:{port}"),
                     addresses: shown.join(", "),
+                    why: why.words(),
                     grant: shown.join("\", \""),
                 });
             }

@@ -1,8 +1,8 @@
 //! Sending one checked request: the host resolves the name itself, refuses
-//! loopback, private, link-local and metadata addresses unless that address
-//! is granted by an entry of its own, and connects to the very address it
-//! checked, so a name cannot resolve one way for the check and another for
-//! the connection.
+//! every address that is not globally reachable or is this machine's own
+//! (`addrs.rs`) unless that address is granted by an entry of its own, and
+//! connects to the very address it checked, so a name cannot resolve one
+//! way for the check and another for the connection.
 //!
 //! The HTTP/1 exchange follows wasmtime-wasi-http's
 //! `default_send_request`; only how the connection is made differs.
@@ -19,70 +19,16 @@ use http::{Request, Response};
 use http_body::Body;
 use tokio::net::TcpStream;
 use warden_policy::NetworkAllow;
+
+use crate::addrs::Closed;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions};
 
-/// Whether `ip` is a loopback, private, link-local, shared, unspecified,
-/// reserved or unique-local address: one that names this machine or its
-/// network rather than the internet (169.254.169.254, the cloud metadata
-/// service, is link-local). An IPv6 address that carries an IPv4 one
-/// (mapped, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is
-/// judged by the IPv4 address it leads to.
-pub(crate) fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, c, _] = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || (a == 100 && (64..128).contains(&b))
-                || a == 0
-                // IETF protocol assignments, benchmarking, reserved.
-                || (a == 192 && b == 0 && c == 0)
-                || (a == 198 && (b & 0xfe) == 18)
-                || a >= 240
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            let o = v6.octets();
-            let v4 = |i: usize| std::net::Ipv4Addr::new(o[i], o[i + 1], o[i + 2], o[i + 3]);
-            // IPv4-compatible (deprecated, still routed by some), NAT64's
-            // well-known prefix, then 6to4.
-            let compatible =
-                s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified();
-            let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
-            let carried = if let Some(v4) = v6.to_ipv4_mapped() {
-                Some(v4)
-            } else if compatible || nat64 {
-                Some(v4(12))
-            } else if s[0] == 0x2002 {
-                Some(v4(2))
-            } else {
-                None
-            };
-            if let Some(v4) = carried {
-                return is_private(IpAddr::V4(v4));
-            }
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
-                // Site-local (deprecated, still routed by some networks).
-                || (s[0] & 0xffc0) == 0xfec0
-                // NAT64's local-use prefix, which may carry an IPv4 address
-                // anywhere in it, and Teredo, which carries one obscured.
-                || s[..3] == [0x64, 0xff9b, 1]
-                || s[..2] == [0x2001, 0]
-        }
-    }
-}
-
 /// Why no address of a host could be used.
 pub(crate) enum Refusal {
-    /// Every address it resolves to is private and not granted itself.
-    Private(Vec<IpAddr>),
+    /// Every address it resolves to is closed (the first one's reason)
+    /// and not granted itself.
+    Closed(Vec<IpAddr>, Closed),
     /// The transport failed.
     Failed(Error),
 }
@@ -116,15 +62,29 @@ async fn addresses(
             Ok(Ok(addrs)) => addrs.collect(),
         }
     };
-    let (ok, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = found
-        .into_iter()
-        .partition(|a| !is_private(a.ip()) || allow.allows_address(a.ip(), port));
-    if ok.is_empty() {
-        if refused.is_empty() {
-            return Err(Error::DestinationNotFound.into());
+    // Read now: an interface may have come up since the last request.
+    let own = crate::addrs::own_addresses();
+    let mut ok = Vec::new();
+    let mut refused: Vec<(IpAddr, Closed)> = Vec::new();
+    for a in found {
+        match crate::addrs::closed(a.ip(), &own) {
+            Some(why) if !allow.allows_address(a.ip(), port) => refused.push((a.ip(), why)),
+            _ => ok.push(a),
         }
-        return Err(Refusal::Private(
-            refused.iter().map(SocketAddr::ip).collect(),
+    }
+    if ok.is_empty() {
+        let Some(&(_, why)) = refused.first() else {
+            return Err(Error::DestinationNotFound.into());
+        };
+        // This machine named first: the plainer reason.
+        let why = if refused.iter().any(|(_, w)| *w == Closed::Own) {
+            Closed::Own
+        } else {
+            why
+        };
+        return Err(Refusal::Closed(
+            refused.into_iter().map(|(ip, _)| ip).collect(),
+            why,
         ));
     }
     Ok(ok)
@@ -337,53 +297,5 @@ mod tests {
             "failed to lookup address information: Name or service not known",
         );
         assert_eq!(unresolved(&none), "no such host");
-    }
-
-    #[test]
-    fn private_ranges() {
-        for a in [
-            "127.0.0.1",
-            "127.8.9.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "::1",
-            "::",
-            "fc00::1",
-            "fd12::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-            "192.0.0.170",
-            "198.18.0.1",
-            "198.19.255.1",
-            "240.0.0.1",
-            "::10.0.0.5",
-            "64:ff9b::a00:5",
-            "64:ff9b::169.254.169.254",
-            "2002:a00:5::1",
-            "2002:7f00:1::",
-            "fec0::1",
-            "64:ff9b:1::a00:5",
-            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
-        ] {
-            assert!(is_private(a.parse().unwrap()), "{a}");
-        }
-        for a in [
-            "8.8.8.8",
-            "172.32.0.1",
-            "1.1.1.1",
-            "2606:4700::1111",
-            "100.128.0.1",
-            "198.20.0.1",
-            "64:ff9b::808:808",
-            "2002:808:808::1",
-            "2001:db9::1",
-        ] {
-            assert!(!is_private(a.parse().unwrap()), "{a}");
-        }
     }
 }

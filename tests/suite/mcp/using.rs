@@ -906,7 +906,9 @@ fn a_url_server_whose_name_resolves_to_loopback_is_not_connected() {
         listed
             .stderr
             .contains("MCP server `remote` is not available")
-            && listed.stderr.contains("a loopback or private address"),
+            && listed
+                .stderr
+                .contains("a loopback, private or other non-public address"),
         "{}",
         listed.stderr
     );

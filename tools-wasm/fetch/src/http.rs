@@ -323,8 +323,9 @@ fn explain(code: &ErrorCode, url: &Url, from: Option<&Url>, deadline: Deadline) 
             "refused by policy: {hp}{via} is not among the hosts this tool may reach"
         )),
         ErrorCode::DestinationIpProhibited => ToolError::Denied(format!(
-            "refused by policy: {hp}{via} resolves to a private or loopback address, which \
-             is reached only when that address itself is granted"
+            "refused by policy: {hp}{via} resolves to a private, loopback or other \
+             non-public address, or one of this machine's, which is reached only when that \
+             address itself is granted"
         )),
         ErrorCode::DnsError(e) => {
             let why = e.rcode.clone().unwrap_or_else(|| "no such host".into());
