@@ -111,6 +111,46 @@ fn fetch_turns_html_into_markdown_with_headings_and_links() {
 }
 
 #[test]
+fn fetch_decodes_a_compressed_page_before_converting_it() {
+    // `<html><body><h1>Compressed news</h1><p>All of it, decoded.</p>
+    // </body></html>`, as Python's `gzip.compress(page, mtime=0)` writes it.
+    let gz = base64::engine::general_purpose::STANDARD
+        .decode(
+            "H4sIAAAAAAACA7PJKMnNsbNJyk+ptLPJMLRzzs8tKEotLk5NUchLLS+20QeK2RTYOebkKOSnKWSW6CikpCbnp6Sm\
+             6NnoF9jZ6EM06oNNAQB5xpdwTAAAAA==",
+        )
+        .unwrap();
+    let peer = WebPeer::start(move |_| Answer {
+        headers: vec![
+            ("content-type".into(), "text/html".into()),
+            ("content-encoding".into(), "gzip".into()),
+        ],
+        ..Answer::ok("text/html", gz.clone())
+    });
+    let sb = Sandbox::new();
+    let tools = fetch_tools(&sb, &peer, "");
+    let out = ok(fetch(&tools, &peer.url("/news"), json!({})));
+    assert!(out.contains("# Compressed news"), "{out}");
+    assert!(out.contains("All of it, decoded."), "{out}");
+    let asked = peer.seen()[0].header("accept-encoding");
+    assert_eq!(asked.as_deref(), Some("gzip, deflate, br"));
+    // A coding fetch cannot undo says so.
+    let zstd = WebPeer::start(|_| Answer {
+        headers: vec![("content-encoding".into(), "zstd".into())],
+        ..Answer::ok("text/html", "\u{28}\u{b5}\u{2f}\u{fd}")
+    });
+    let tools = fetch_tools(&sb, &zstd, "");
+    let e = err(fetch(&tools, &zstd.url("/"), json!({})));
+    assert!(
+        e.message.contains(
+            "is in the coding `zstd`, which fetch cannot decode (it reads gzip, \
+                            deflate and br)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_5_mb_page_is_served_in_pieces() {
     // Lines numbered so that each piece can be checked.
     let text: String = (0..210_000).map(|i| format!("{i:025}\n")).collect();

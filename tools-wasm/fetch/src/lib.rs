@@ -8,11 +8,13 @@
 //! Table of contents:
 //! - `bindings`: the WIT bindings and the exported `describe` / `call`.
 //! - `http`: GET with redirects, a deadline and a body cap; errors in words.
+//! - `decode`: gzip, deflate and br bodies undone, within the same cap.
 //! - `page`: content types, HTML to Markdown, pieces of long pages.
 //! - `search`: `web_search` over the provider the policy names.
 
 #[cfg(target_os = "wasi")]
 mod bindings;
+mod decode;
 #[cfg(target_os = "wasi")]
 mod http;
 mod page;
