@@ -147,13 +147,13 @@ fn kind_lines(
             .map(|c| c.short(root).1)
             .collect();
         // Kinds most tools never have are listed only where present.
-        if values.is_empty() && matches!(*kind, "exec" | "secrets" | "settings") {
+        if values.is_empty() && !Capability::SHOWN_WHEN_NONE.contains(kind) {
             continue;
         }
-        let shown = if values.is_empty() {
-            "none".to_string()
-        } else {
-            values.join(", ")
+        let shown = match Capability::kind_note(kind) {
+            _ if values.is_empty() => "none".to_string(),
+            Some(note) => format!("{} ({note})", values.join(", ")),
+            None => values.join(", "),
         };
         writeln!(out, "  {:<9} {shown}", format!("{kind}:"))?;
     }

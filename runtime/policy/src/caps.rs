@@ -72,6 +72,19 @@ pub enum Capability {
         /// `cargo`, `sh`, `/usr/bin/python3`.
         program: String,
     },
+    /// A desktop app the tool may start in the user's desktop session,
+    /// unconfined: a desktop-entry ID, a program name looked up on `PATH`
+    /// when the tool is bound, or an absolute path.
+    App {
+        /// `libreoffice-writer`, `org.gnome.TextEditor`, `xeyes`.
+        program: String,
+    },
+    /// A host whose pages the tool may open in the user's browser: a
+    /// normalised [`HostPattern`](crate::HostPattern), as for `network`.
+    Browse {
+        /// `docs.rs`, `*.github.com`.
+        host: String,
+    },
 }
 
 impl Capability {
@@ -81,14 +94,37 @@ impl Capability {
     pub fn needs_approval(&self) -> bool {
         match self {
             Capability::Dir { write, .. } => *write,
-            Capability::Net { .. } | Capability::Secret { .. } | Capability::Exec { .. } => true,
+            // A desktop app or a page in the browser runs as the user,
+            // outside any sandbox: always worth asking about.
+            Capability::Net { .. }
+            | Capability::Secret { .. }
+            | Capability::Exec { .. }
+            | Capability::App { .. }
+            | Capability::Browse { .. } => true,
             Capability::Env { .. } | Capability::Setting { .. } => false,
         }
     }
 
     /// Every kind's word, in the order listings show them.
-    pub const KINDS: &'static [&'static str] =
-        &["files", "env", "network", "exec", "secrets", "settings"];
+    pub const KINDS: &'static [&'static str] = &[
+        "files", "env", "network", "exec", "apps", "browse", "secrets", "settings",
+    ];
+
+    /// The kinds listings show even when none is granted (`network:
+    /// none`); the others only where present.
+    pub const SHOWN_WHEN_NONE: &'static [&'static str] = &["files", "env", "network"];
+
+    /// What a listing says once of a kind after its values, where the
+    /// values alone would not say it: an app is not confined.
+    pub fn kind_note(kind: &str) -> Option<&'static str> {
+        match kind {
+            "apps" => Some(
+                "started in your desktop session, unconfined; they keep running after warden exits",
+            ),
+            "browse" => Some("opened in your browser"),
+            _ => None,
+        }
+    }
 
     /// The word of its kind in tables and diffs.
     pub fn kind(&self) -> &'static str {
@@ -99,6 +135,8 @@ impl Capability {
             Capability::Secret { .. } => "secrets",
             Capability::Setting { .. } => "settings",
             Capability::Exec { .. } => "exec",
+            Capability::App { .. } => "apps",
+            Capability::Browse { .. } => "browse",
         }
     }
 
@@ -130,6 +168,8 @@ impl Capability {
                 ("set", format!("{}={}", inert(key), inert(value)))
             }
             Capability::Exec { program } => ("exec", inert(program).into_owned()),
+            Capability::App { program } => ("app", inert(program).into_owned()),
+            Capability::Browse { host } => ("browse", host.clone()),
         }
     }
 }
@@ -167,6 +207,14 @@ impl fmt::Display for Capability {
                 write!(f, "setting {} = {}", inert(key), inert(value))
             }
             Capability::Exec { program } => write!(f, "exec {}", inert(program)),
+            Capability::App { program } => write!(
+                f,
+                "apps: may start {} in your desktop session, unconfined",
+                inert(program)
+            ),
+            Capability::Browse { host } => {
+                write!(f, "browse: may open pages of {host} in your browser")
+            }
         }
     }
 }
@@ -315,6 +363,22 @@ impl Grants {
     pub fn programs(&self) -> impl Iterator<Item = &str> {
         self.caps.iter().filter_map(|c| match c {
             Capability::Exec { program } => Some(program.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Desktop apps it may start (as granted).
+    pub fn apps(&self) -> impl Iterator<Item = &str> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::App { program } => Some(program.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Hosts whose pages it may open in the user's browser.
+    pub fn browse(&self) -> impl Iterator<Item = &str> {
+        self.caps.iter().filter_map(|c| match c {
+            Capability::Browse { host } => Some(host.as_str()),
             _ => None,
         })
     }

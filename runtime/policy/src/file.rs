@@ -96,11 +96,13 @@ impl<'de> Deserialize<'de> for McpSection {
         // silently not applied.
         let (refused, gets): (&[&str], &str) = match launch {
             McpLaunch::Command(_) => (
-                &["secrets", "settings", "exec"],
+                &["secrets", "settings", "exec", "apps", "browse"],
                 "its process gets only `read`, `write`, `env`, `network` and limits",
             ),
             McpLaunch::Url(_) => (
-                &["read", "write", "env", "settings", "exec", "memory"],
+                &[
+                    "read", "write", "env", "settings", "exec", "memory", "apps", "browse",
+                ],
                 "warden only sends it requests: it gets only `network`, `secrets`, \
                  `timeout` and `output`",
             ),
@@ -368,6 +370,14 @@ pub struct ToolSection {
     /// up on `PATH` when the tool is bound, or absolute paths.
     #[serde(default, deserialize_with = "programs")]
     pub exec: Vec<String>,
+    /// Desktop apps the tool may start in the user's desktop session,
+    /// unconfined: desktop-entry IDs, program names or absolute paths.
+    #[serde(default, deserialize_with = "apps")]
+    pub apps: Vec<String>,
+    /// Hosts whose pages the tool may open in the user's browser (see
+    /// [`crate::HostPattern`]).
+    #[serde(default, deserialize_with = "hosts")]
+    pub browse: Vec<String>,
     /// Overrides the default memory limit.
     #[serde(default, deserialize_with = "memory")]
     pub memory: Option<u64>,
@@ -535,7 +545,19 @@ impl ToolSection {
         let exec = self.exec.iter().map(|program| Capability::Exec {
             program: program.clone(),
         });
-        env.chain(net).chain(secrets).chain(settings).chain(exec)
+        let apps = self.apps.iter().map(|program| Capability::App {
+            program: program.clone(),
+        });
+        let browse = self
+            .browse
+            .iter()
+            .map(|host| Capability::Browse { host: host.clone() });
+        env.chain(net)
+            .chain(secrets)
+            .chain(settings)
+            .chain(exec)
+            .chain(apps)
+            .chain(browse)
     }
 
     /// What is wrong with its secrets and settings, if anything.
@@ -726,6 +748,41 @@ fn programs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         }
         if !out.contains(&p) {
             out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Desktop-entry IDs (`org.gnome.TextEditor`, `libreoffice-writer`),
+/// program names (`xeyes`) or absolute paths: no spaces, no NUL, no
+/// `.desktop` suffix (the ID is named without it).
+fn apps<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    let mut out: Vec<String> = Vec::new();
+    for a in v {
+        let shown = crate::inert::inert(&a).into_owned();
+        let bare = !a.is_empty()
+            && !a.starts_with(['-', '.'])
+            && a.chars()
+                .all(|c| c.is_alphanumeric() || "._-+@".contains(c));
+        let absolute = a.starts_with('/')
+            && !a.ends_with('/')
+            && !a.contains(['\0', '\n', '\r'])
+            && !a.split('/').any(|part| part == "..");
+        if !(bare || absolute) {
+            return Err(D::Error::custom(format!(
+                "apps entry `{shown}` is neither a desktop-entry ID (like \"libreoffice-writer\"), \
+                 a program name (like \"xeyes\") nor an absolute path"
+            )));
+        }
+        if let Some(id) = a.strip_suffix(".desktop") {
+            return Err(D::Error::custom(format!(
+                "apps entry `{shown}`: name the desktop entry without `.desktop`, \"{}\"",
+                crate::inert::inert(id)
+            )));
+        }
+        if !out.contains(&a) {
+            out.push(a);
         }
     }
     Ok(out)

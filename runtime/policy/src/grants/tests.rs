@@ -597,6 +597,61 @@ fn secrets_are_refused_where_they_would_leave_by_another_way() {
 }
 
 #[test]
+fn apps_and_browse_are_granted_per_tool_need_approval_and_say_what_they_mean() {
+    let d = ws();
+    let p = parse(
+        "[tools.open_app]\napps = [\"libreoffice-writer\", \"xeyes\", \"/opt/x/bin/x\", \"xeyes\"]\n\
+         read = [\".\"]\n\n[tools.browse]\nbrowse = [\"Docs.rs\", \"*.github.com\", \"docs.rs\"]\n",
+        d.path(),
+    )
+    .unwrap();
+    let (g, _) = p.grants_for("open_app", Baseline::Off).unwrap();
+    assert_eq!(
+        g.apps().collect::<Vec<_>>(),
+        ["libreoffice-writer", "xeyes", "/opt/x/bin/x"]
+    );
+    assert!(g.needs_approval());
+    assert_eq!(
+        g.summary(&d.path().canonicalize().unwrap()),
+        "ro:. app:libreoffice-writer,xeyes,/opt/x/bin/x"
+    );
+    assert_eq!(
+        g.caps[1].to_string(),
+        "apps: may start libreoffice-writer in your desktop session, unconfined"
+    );
+    let (b, _) = p.grants_for("browse", Baseline::Off).unwrap();
+    assert_eq!(b.browse().collect::<Vec<_>>(), ["docs.rs", "*.github.com"]);
+    assert!(b.needs_approval());
+    assert_eq!(
+        b.caps[0].to_string(),
+        "browse: may open pages of docs.rs in your browser"
+    );
+    // Nothing of the one reaches the other.
+    assert_eq!(g.browse().count(), 0);
+    assert_eq!(b.apps().count(), 0);
+    for (bad, says) in [
+        (r#"apps = ["libre office"]"#, "neither a desktop-entry ID"),
+        (r#"apps = ["-x"]"#, "neither a desktop-entry ID"),
+        (r#"apps = ["../bin/x"]"#, "neither a desktop-entry ID"),
+        (r#"apps = ["/opt/../bin/x"]"#, "neither a desktop-entry ID"),
+        (r#"apps = [""]"#, "neither a desktop-entry ID"),
+        (
+            r#"apps = ["gedit.desktop"]"#,
+            "name the desktop entry without `.desktop`, \"gedit\"",
+        ),
+        (
+            r#"browse = ["https://docs.rs/x"]"#,
+            "is a URL: write only the host",
+        ),
+        (r#"browse = [""]"#, "empty network entry"),
+    ] {
+        let text = format!("[tools.open_app]\n{bad}\n");
+        let e = parse(&text, d.path()).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn errors_found_after_parsing_name_their_section() {
     // Found by the fuzz target `policy`: these had no line and column.
     let (line, column, m) =
@@ -622,4 +677,22 @@ fn columns_count_characters() {
     // `é` is two bytes: the stray `x` is the 15th character, the 18th byte.
     let (line, column, m) = error_at("[model]\nmodel = \"ééé\" x\n");
     assert_eq!((line, column), (2, 15), "{m}");
+}
+
+#[test]
+fn an_mcp_server_cannot_be_granted_apps_or_pages() {
+    let d = ws();
+    for key in ["apps = [\"xeyes\"]", "browse = [\"docs.rs\"]"] {
+        for launch in [
+            "command = [\"x\"]",
+            "url = \"https://a.example/mcp\"\nnetwork = [\"a.example\"]",
+        ] {
+            let text = format!("[mcp.demo]\n{launch}\n{key}\n");
+            let e = parse(&text, d.path()).unwrap_err().to_string();
+            assert!(
+                e.contains("does not apply to this MCP server"),
+                "{text}: {e}"
+            );
+        }
+    }
 }

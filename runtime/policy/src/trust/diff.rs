@@ -396,8 +396,10 @@ fn describe(tool: &str, r: &ToolRecord) -> String {
     // must see that, not the list.
     let process = matches!(r.mcp_launch(), Some(McpLaunch::Command(_)));
     let hosts = if process { hosts(r) } else { Vec::new() };
+    // Each app it may start unconfined is a line of its own (see `diff`).
     let others = r.caps.iter().filter(|c| {
-        let shown_apart = matches!(c, Capability::Net { .. }) && process;
+        let shown_apart =
+            (matches!(c, Capability::Net { .. }) && process) || matches!(c, Capability::App { .. });
         !(matches!(c, Capability::Dir { .. }) || shown_apart)
     });
     let mut parts: Vec<String> = writes
@@ -487,19 +489,31 @@ pub fn diff(trusted: &TrustState, current: &TrustState) -> Vec<Change> {
     }
     let tools: BTreeSet<&String> = trusted.tools.keys().chain(current.tools.keys()).collect();
     for tool in tools {
-        let added = |record: &ToolRecord| Change::ToolAdded {
-            tool: tool.clone(),
-            record: record.clone(),
+        // A new tool with all its grants; each desktop app it may start,
+        // unconfined, on a line of its own after it, said plainly.
+        let added = |record: &ToolRecord, out: &mut Vec<Change>| {
+            out.push(Change::ToolAdded {
+                tool: tool.clone(),
+                record: record.clone(),
+            });
+            for cap in record.caps.iter() {
+                if matches!(cap, Capability::App { .. }) {
+                    out.push(Change::Gained {
+                        tool: tool.clone(),
+                        cap: cap.clone(),
+                    });
+                }
+            }
         };
         match (trusted.tools.get(tool), current.tools.get(tool)) {
-            (None, Some(c)) => out.push(added(c)),
+            (None, Some(c)) => added(c, &mut out),
             (Some(_), None) => out.push(Change::ToolRemoved { tool: tool.clone() }),
             // Different code now answers to the name (a drop-in shadowing a
             // built-in, an MCP server started another way): show it as a
             // new tool with all its grants.
             (Some(t), Some(c)) if t.origin != c.origin || t.mcp_launch() != c.mcp_launch() => {
                 out.push(Change::ToolRemoved { tool: tool.clone() });
-                out.push(added(c));
+                added(c, &mut out);
             }
             (Some(t), Some(c)) => tool_changes(tool, t, c, &mut out),
             (None, None) => {}

@@ -690,3 +690,58 @@ fn the_diff_says_which_of_the_users_secrets_goes_where_and_that_an_echo_hands_it
          api.search.brave.com as header X-Subscription-Token"
     );
 }
+
+#[test]
+fn the_diff_says_plainly_that_an_app_starts_unconfined() {
+    let mut before = TrustState::default();
+    let mut after = TrustState::default();
+    let mut open = grants("builtin", &["/ws"], &[], &[]);
+    for program in ["libreoffice", "xeyes"] {
+        open.caps.insert(Capability::App {
+            program: program.into(),
+        });
+    }
+    after.tools.insert("open_app".into(), open);
+    let mut browse = grants("builtin", &[], &[], &[]);
+    browse.caps.insert(Capability::Browse {
+        host: "docs.rs".into(),
+    });
+    after.tools.insert("browse".into(), browse.clone());
+    assert_eq!(
+        lines(&diff(&before, &after)),
+        [
+            "+ tool browse (builtin): browse: may open pages of docs.rs in your browser",
+            "+ tool open_app (builtin): read-only /ws",
+            "+ open_app: apps: may start libreoffice in your desktop session, unconfined",
+            "+ open_app: apps: may start xeyes in your desktop session, unconfined",
+        ]
+    );
+    // Granted later, to a tool already trusted: the same line.
+    before = after.clone();
+    after
+        .tools
+        .get_mut("open_app")
+        .unwrap()
+        .caps
+        .insert(Capability::App {
+            program: "gimp".into(),
+        });
+    browse.caps.insert(Capability::Browse {
+        host: "*.github.com".into(),
+    });
+    after.tools.insert("browse".into(), browse);
+    assert_eq!(
+        lines(&diff(&before, &after)),
+        [
+            "+ browse: browse: may open pages of *.github.com in your browser",
+            "+ open_app: apps: may start gimp in your desktop session, unconfined",
+        ]
+    );
+    assert_eq!(
+        lines(&diff(&after, &before)),
+        [
+            "- browse: browse: may open pages of *.github.com in your browser",
+            "- open_app: apps: may start gimp in your desktop session, unconfined",
+        ]
+    );
+}
