@@ -33,6 +33,7 @@
 mod capture;
 #[cfg(target_os = "linux")]
 mod helper;
+mod program;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
@@ -45,6 +46,7 @@ mod unsupported;
 pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main};
 #[cfg(target_os = "linux")]
 pub use kernel::{Kernel, kernel};
+pub use program::{find_program, is_executable};
 #[cfg(target_os = "linux")]
 pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
 pub use spec::{

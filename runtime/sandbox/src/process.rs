@@ -274,29 +274,13 @@ fn not_led_out(program: PathBuf, workspace: &Path) -> Result<PathBuf, String> {
 /// A bare name on warden's `PATH`, or an absolute path; either must be an
 /// executable file. The one lookup of an `exec` grant's program.
 pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.starts_with('/') {
-        let p = PathBuf::from(program);
-        return if executable(&p) {
-            Ok(p)
+    warden_confine::find_program(program).ok_or_else(|| {
+        if program.starts_with('/') {
+            format!("`{program}` is granted but is not an executable file")
         } else {
-            Err(format!(
-                "`{program}` is granted but is not an executable file"
-            ))
-        };
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(program))
-        .find(|p| executable(p))
-        .ok_or_else(|| {
             format!("`{program}` is granted but was not found on PATH when warden started")
-        })
+        }
+    })
 }
 
 /// Adds `warden:tool/process` to the linker, in contract 0.2.0 and, for
