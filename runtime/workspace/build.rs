@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
-const BUILTINS: &[&str] = &["fs", "fetch", "shell"];
+const BUILTINS: &[&str] = &["fs", "fetch", "shell", "desktop"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

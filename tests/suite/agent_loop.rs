@@ -25,6 +25,8 @@ impl ToolRunner for Slow {
                 },
                 mutates: *n == "slow_write",
                 programs: Vec::new(),
+                apps: Vec::new(),
+                browse: Vec::new(),
             })
             .collect()
     }

@@ -5,6 +5,7 @@ mod authoring;
 mod cache;
 mod cli;
 mod confine;
+mod desktop;
 mod doctor;
 mod dropin;
 mod edges;

@@ -30,6 +30,24 @@ pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool)
          - When done, answer briefly with what you did.",
         ws = workspace.display(),
     );
+    let desktop: Vec<String> = tools
+        .iter()
+        .flat_map(|t| {
+            let name = &t.def.name;
+            let apps =
+                (!t.apps.is_empty()).then(|| format!("`{name}` may start {}", t.apps.join(", ")));
+            let pages = (!t.browse.is_empty())
+                .then(|| format!("`{name}` may open pages of {}", t.browse.join(", ")));
+            apps.into_iter().chain(pages)
+        })
+        .collect();
+    if !desktop.is_empty() {
+        p.push_str(&format!(
+            "\n- The user's desktop: {}. These run in the user's session, outside the sandbox, \
+             and stay open after you finish; open one only when the user asks to see something.",
+            desktop.join("; ")
+        ));
+    }
     if tools.is_empty() {
         p.push_str("\n- No tools are available: answer from what you know.");
     }
@@ -85,7 +103,46 @@ pub fn schema_for_model(schema: &serde_json::Value) -> serde_json::Value {
 mod tests {
     use serde_json::json;
 
-    use super::schema_for_model;
+    use super::{schema_for_model, system_prompt};
+    use crate::{AgentTool, ToolDef};
+
+    fn tool(name: &str, apps: &[&str], browse: &[&str]) -> AgentTool {
+        AgentTool {
+            def: ToolDef {
+                name: name.into(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            },
+            mutates: true,
+            programs: Vec::new(),
+            apps: apps.iter().map(|a| a.to_string()).collect(),
+            browse: browse.iter().map(|b| b.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_prompt_lists_the_granted_apps_and_pages_only_when_granted() {
+        let ws = std::path::Path::new("/ws");
+        let with = system_prompt(
+            ws,
+            &[
+                tool("open_app", &["libreoffice", "xeyes"], &[]),
+                tool("browse", &[], &["docs.rs", "*.github.com"]),
+            ],
+            false,
+        );
+        assert!(
+            with.contains(
+                "\n- The user's desktop: `open_app` may start libreoffice, xeyes; `browse` may \
+                 open pages of docs.rs, *.github.com. These run in the user's session, outside \
+                 the sandbox, and stay open after you finish; open one only when the user asks \
+                 to see something."
+            ),
+            "{with}"
+        );
+        let without = system_prompt(ws, &[tool("list_apps", &[], &[])], false);
+        assert!(!without.contains("desktop"), "{without}");
+    }
 
     #[test]
     fn validation_keywords_are_left_out() {

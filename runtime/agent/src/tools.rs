@@ -18,6 +18,12 @@ pub struct AgentTool {
     /// Programs it may run as confined processes (its `exec` grant), for
     /// the system prompt.
     pub programs: Vec<String>,
+    /// Desktop apps it may start in the user's session (its `apps`
+    /// grant), for the system prompt.
+    pub apps: Vec<String>,
+    /// Hosts whose pages it may open in the user's browser (its `browse`
+    /// grant), for the system prompt.
+    pub browse: Vec<String>,
 }
 
 /// What one call returned.

@@ -25,6 +25,16 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
         Ok(m) => m.to_string(),
         Err(e) => e.to_string(),
     });
+    // Where apps and pages would open, when some tool may open them.
+    let opens_desktop = tools.entries().iter().any(|e| {
+        e.grants
+            .as_ref()
+            .is_some_and(|g| g.apps().next().is_some() || g.browse().next().is_some())
+    });
+    let desktop = opens_desktop.then(|| match warden_desktop::display() {
+        Ok(d) => format!("apps and pages open on the {d}, outside the sandbox"),
+        Err(why) => why,
+    });
     let mut out = std::io::stdout().lock();
     if json {
         let list: Vec<_> = tools.entries().iter().map(render::entry_json).collect();
@@ -41,6 +51,7 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             })).collect::<Vec<_>>(),
             "warnings": tools.warnings().iter().chain(&server_warnings).collect::<Vec<_>>(),
             "exec_confinement": confinement,
+            "desktop": desktop,
             "instructions": ws.instructions.iter().map(|i| json!({
                 "source": i.source, "bytes": i.bytes.len(), "prompt_text": i.prompt_text(),
             })).collect::<Vec<_>>(),
@@ -60,6 +71,9 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     writeln!(out, "policy:    {source}")?;
     if let Some(c) = &confinement {
         writeln!(out, "commands:  {c}")?;
+    }
+    if let Some(d) = &desktop {
+        writeln!(out, "desktop:   {}", inert(d))?;
     }
     writeln!(out)?;
     for e in tools.entries() {

@@ -78,12 +78,14 @@ fn session() -> std::sync::MutexGuard<'static, Session> {
 
 /// Starts `launch` in the desktop session with `env` in `cwd`: its own
 /// process group, no stdin, output discarded. Waits a moment for it to
-/// fail at once; the error says how it ended then.
+/// fail at once; the error says how it ended then. `None`: it ended at
+/// once with exit code 0, as an opener or a single-instance app does when
+/// it hands its files to a copy already running.
 pub fn start(
     launch: &Launch,
     env: &[(String, String)],
     cwd: &std::path::Path,
-) -> Result<Started, String> {
+) -> Result<Option<Started>, String> {
     let (program, args) = launch
         .argv
         .split_first()
@@ -110,6 +112,9 @@ pub fn start(
     drop(child);
     if ready(&pidfd, START_WATCH) && !group_alive(pid) {
         let status = reap(&pidfd);
+        if status == "exit code 0" {
+            return Ok(None);
+        }
         return Err(format!(
             "{} exited at once ({status}); it may need other arguments, or it failed to open \
              its window",
@@ -128,7 +133,7 @@ pub fn start(
         started: started.clone(),
         pidfd,
     });
-    Ok(started)
+    Ok(Some(started))
 }
 
 /// The apps this session started that still run (a process of their
@@ -281,9 +286,14 @@ mod tests {
     }
 
     #[test]
-    fn an_app_that_fails_at_once_is_reported_and_not_recorded() {
+    fn an_app_that_ends_at_once_is_not_recorded_and_a_failure_is_reported() {
         let e = start(&launch("exit 3"), &[], std::path::Path::new("/")).unwrap_err();
         assert!(e.contains("sh exited at once (exit code 3)"), "{e}");
+        // Ended at once, successfully: it handed over (an opener).
+        assert_eq!(
+            start(&launch("exit 0"), &[], std::path::Path::new("/")),
+            Ok(None)
+        );
     }
 
     #[test]
@@ -294,6 +304,7 @@ mod tests {
             &[],
             std::path::Path::new("/"),
         )
+        .unwrap()
         .unwrap();
         assert!(running().iter().any(|s| s.id == started.id));
         let pgid = rustix::process::getpgid(Pid::from_raw(started.pid as i32)).unwrap();
@@ -325,6 +336,7 @@ mod tests {
             &[],
             std::path::Path::new("/"),
         )
+        .unwrap()
         .unwrap();
         let (_, how) = close(started.id).unwrap();
         assert_eq!(how, Ended::Killed);
@@ -339,6 +351,7 @@ mod tests {
             &[],
             std::path::Path::new("/"),
         )
+        .unwrap()
         .unwrap();
         // Once the first process has ended, the group still counts.
         let pidfd = {

@@ -33,7 +33,11 @@ pub enum Ended {
 const UNSUPPORTED: &str = "starting desktop apps is supported on Linux only";
 
 /// Refused: see [`UNSUPPORTED`].
-pub fn start(_: &Launch, _: &[(String, String)], _: &std::path::Path) -> Result<Started, String> {
+pub fn start(
+    _: &Launch,
+    _: &[(String, String)],
+    _: &std::path::Path,
+) -> Result<Option<Started>, String> {
     Err(UNSUPPORTED.into())
 }
 

@@ -10,6 +10,7 @@ use warden_state::StateDir;
 use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use crate::desktop::{DesktopPlan, GrantedApps};
 use crate::granted::GrantedDirs;
 use crate::process::ExecPlan;
 use crate::secrets::Secrets;
@@ -33,6 +34,8 @@ pub(crate) struct Prepared {
     pub(crate) initial_cwd: Option<String>,
     /// How the tool's granted programs run (`warden:tool/process`).
     pub(crate) exec: Arc<ExecPlan>,
+    /// What it may start in the desktop session (`warden:tool/desktop`).
+    pub(crate) desktop: Arc<DesktopPlan>,
 }
 
 /// Prepares the calls of a tool with `grants`. Each granted directory is
@@ -42,6 +45,7 @@ pub(crate) fn prepare(
     grants: &Grants,
     workspace: &Path,
     config: Option<&StateDir>,
+    apps: &Arc<GrantedApps>,
 ) -> Result<Prepared, String> {
     let secrets = Secrets::resolve(grants, config)?;
     let mounts = mounts(grants, workspace);
@@ -65,6 +69,7 @@ pub(crate) fn prepare(
     let preopens = std::mem::take(ctx.filesystem());
     let granted_env = grants.env_values(|name| std::env::var(name).ok());
     let exec = Arc::new(ExecPlan::new(grants, &dirs, workspace, &granted_env));
+    let desktop = Arc::new(DesktopPlan::new(grants, &dirs, apps.clone()));
     let mut env = granted_env;
     for (key, value) in grants.settings() {
         env.push((
@@ -84,5 +89,6 @@ pub(crate) fn prepare(
         secrets: Arc::new(secrets),
         initial_cwd,
         exec,
+        desktop,
     })
 }

@@ -8,6 +8,7 @@ use warden_policy::{Grants, Limits};
 
 use crate::bind::Prepared;
 use crate::call::{Fresh, Op, Out};
+use crate::desktop::DesktopCall;
 use crate::effects::Effects;
 use crate::granted::GrantedDirs;
 use crate::host::{Tool, ToolHost, ToolInfo};
@@ -99,10 +100,16 @@ impl BoundTool {
         let checked = &self.tool().checked;
         checked.check_args(args)?;
         let declared = checked.spec.effects.as_deref();
+        let desktop = &checked.spec.desktop;
         Ok(Checked {
             tool: self,
             args,
             effects: Effects::of(declared, args, self.dirs()),
+            desktop: Arc::new(if desktop.is_empty() {
+                DesktopCall::default()
+            } else {
+                DesktopCall::of(desktop, args, &self.prepared.desktop)
+            }),
         })
     }
 
@@ -115,8 +122,8 @@ impl BoundTool {
     /// schema, then run in an instance no call has used. `control` cancels
     /// it. Every failure comes back in the outcome, never as a panic.
     pub fn call(&self, args: &Value, control: &CallControl) -> CallOutcome {
-        match self.tool().checked.check_args(args) {
-            Ok(()) => Checked::run_once(self, args, control),
+        match self.check(args) {
+            Ok(checked) => checked.call(control),
             Err(e) => self.refused(e),
         }
     }
@@ -137,6 +144,7 @@ impl BoundTool {
     fn run(
         &self,
         args: &Value,
+        desktop: &Arc<DesktopCall>,
         control: &CallControl,
         ahead: bool,
         deliver: impl FnOnce(CallOutcome),
@@ -167,7 +175,11 @@ impl BoundTool {
                 &self.prepared,
                 limits,
                 control,
-                Op::Call { name, args: &text },
+                Op::Call {
+                    name,
+                    args: &text,
+                    desktop,
+                },
                 ready,
             );
             stderr = ran.stderr;
@@ -241,6 +253,7 @@ pub struct Checked<'t> {
     tool: &'t BoundTool,
     args: &'t Value,
     effects: Effects,
+    desktop: Arc<DesktopCall>,
 }
 
 impl Checked<'_> {
@@ -255,10 +268,21 @@ impl Checked<'_> {
         &self.effects
     }
 
+    /// What the call will do in the desktop session, worked out once: the
+    /// preview shows this, and the call does nothing else there.
+    pub fn desktop(&self) -> &DesktopCall {
+        &self.desktop
+    }
+
     /// Runs the call in an instance no call has used. `control` cancels
     /// it. Every failure comes back in the outcome, never as a panic.
     pub fn call(&self, control: &CallControl) -> CallOutcome {
-        Checked::run_once(self.tool, self.args, control)
+        let mut outcome = None;
+        self.tool
+            .run(self.args, &self.desktop, control, false, |o| {
+                outcome = Some(o)
+            });
+        outcome.expect("every call delivers its outcome")
     }
 
     /// Runs the call like [`Checked::call`] and hands its outcome to
@@ -267,12 +291,7 @@ impl Checked<'_> {
     /// so that a call made later (after the model's next turn) starts at
     /// once. Nothing is left running: no thread waits for the next call.
     pub fn call_then(&self, control: &CallControl, deliver: impl FnOnce(CallOutcome)) {
-        self.tool.run(self.args, control, true, deliver);
-    }
-
-    fn run_once(tool: &BoundTool, args: &Value, control: &CallControl) -> CallOutcome {
-        let mut outcome = None;
-        tool.run(args, control, false, |o| outcome = Some(o));
-        outcome.expect("every call delivers its outcome")
+        self.tool
+            .run(self.args, &self.desktop, control, true, deliver);
     }
 }

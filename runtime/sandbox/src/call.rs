@@ -25,7 +25,12 @@ use crate::watchdog::{CallControl, Slot};
 /// What to run in the instance.
 pub(crate) enum Op<'a> {
     Describe,
-    Call { name: &'a str, args: &'a str },
+    Call {
+        name: &'a str,
+        args: &'a str,
+        /// What the call was checked to do in the desktop session.
+        desktop: &'a Arc<crate::desktop::DesktopCall>,
+    },
 }
 
 /// What the guest answered.
@@ -202,7 +207,7 @@ impl ToolHost {
         };
         Ok(match op {
             Op::Describe => Out::Specs(pre.describe(&mut *store, guest)?),
-            Op::Call { name, args } => Out::Called(pre.call(&mut *store, guest, name, args)?),
+            Op::Call { name, args, .. } => Out::Called(pre.call(&mut *store, guest, name, args)?),
         })
     }
 
@@ -223,7 +228,7 @@ impl ToolHost {
             };
             match op {
                 Op::Describe => pre.describe_async(&mut *store, guest).await.map(Out::Specs),
-                Op::Call { name, args } => pre
+                Op::Call { name, args, .. } => pre
                     .call_async(&mut *store, guest, name, args)
                     .await
                     .map(Out::Called),
@@ -349,6 +354,9 @@ impl ToolHost {
         let watch = self.watchdog.watch(control, clock.deadline());
         let slot = control.slot().clone();
         Self::arm(&mut store, &slot, &h.budget);
+        if let Op::Call { desktop, .. } = &op {
+            store.data_mut().desktop.call = Arc::clone(desktop);
+        }
         let answered = if pre.direct {
             Some(Self::call_direct(pre, made, &mut store, op))
         } else {

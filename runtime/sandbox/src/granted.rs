@@ -38,6 +38,7 @@ pub enum Peek {
 
 /// The opened directories of one tool, with where each appears inside the
 /// guest.
+#[derive(Clone)]
 pub struct GrantedDirs {
     dirs: Vec<(Mount, std::sync::Arc<dir::Handle>)>,
 }

@@ -127,6 +127,8 @@ pub struct ToolHost {
     pub(crate) ahead: Ahead,
     /// Calls with equal grants share what was prepared for them.
     prepared: Mutex<HashMap<Grants, Arc<Prepared>>>,
+    /// The apps granted to the tools bound here (what `list_apps` lists).
+    granted_apps: Arc<crate::desktop::GrantedApps>,
 }
 
 impl std::fmt::Debug for ToolHost {
@@ -149,6 +151,7 @@ impl ToolHost {
             .and_then(|()| add_bounded_timers(&mut linker))
             .and_then(|()| crate::extras::add_host_extras(&mut linker))
             .and_then(|()| crate::process::add_process(&mut linker))
+            .and_then(|()| crate::desktop::add_desktop(&mut linker))
             .map_err(|e| Error::Link(format!("{e:#}")))?;
         let mut direct = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut direct)
@@ -174,6 +177,7 @@ impl ToolHost {
             names: HashMap::new(),
             problems: Vec::new(),
             prepared: Mutex::default(),
+            granted_apps: Arc::default(),
         })
     }
 
@@ -384,7 +388,7 @@ impl ToolHost {
             timeout: self.describe_timeout,
             ..Limits::default()
         };
-        let nothing = prepare(&Grants::default(), &self.workspace, None)?;
+        let nothing = prepare(&Grants::default(), &self.workspace, None, &Arc::default())?;
         let ran = self.run(
             pre,
             &nothing,
@@ -441,7 +445,12 @@ impl ToolHost {
         let prepared = match cache.get(grants) {
             Some(p) => p.clone(),
             None => {
-                let p = Arc::new(prepare(grants, &self.workspace, self.config.as_ref())?);
+                let p = Arc::new(prepare(
+                    grants,
+                    &self.workspace,
+                    self.config.as_ref(),
+                    &self.granted_apps,
+                )?);
                 cache.insert(grants.clone(), p.clone());
                 p
             }

@@ -27,6 +27,10 @@ pub struct ToolSpec {
     /// What a call does to the paths its arguments name; `None`: not
     /// declared (a contract 0.1.0 component, or a tool that does not say).
     pub effects: Option<Vec<Effect>>,
+    /// What a call does in the desktop session (`x-warden-desktop` in its
+    /// parameters, taken out of the schema the model sees).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub desktop: Vec<crate::desktop::Declared>,
 }
 
 /// A spec with its compiled argument validator.
@@ -81,8 +85,10 @@ pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec
                 s.name, prev.spec.name
             ));
         }
-        let parameters: Value = serde_json::from_str(&s.parameters)
+        let mut parameters: Value = serde_json::from_str(&s.parameters)
             .map_err(|e| format!("tool `{}`: parameters is not valid JSON: {e}", s.name))?;
+        let desktop = crate::desktop::take_declared(&mut parameters)
+            .map_err(|e| format!("tool `{}`: {e}", s.name))?;
         crate::schema::check(&parameters, s.parameters.len())
             .and_then(|()| object_schema(&parameters))
             .and_then(|()| crate::effects::check(s.effects.as_deref().unwrap_or(&[]), &parameters))
@@ -95,6 +101,7 @@ pub(crate) fn check_specs_later(specs: Vec<GuestSpec>) -> Result<Vec<CheckedSpec
                 aliases: s.aliases,
                 mutates: s.mutates,
                 effects: s.effects,
+                desktop,
             },
             validator: OnceLock::new(),
         });

@@ -35,6 +35,9 @@ pub(crate) struct CallState {
     pub(crate) closing: crate::extras::Closing,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) exec: Arc<crate::process::ExecPlan>,
+    /// What the tool may do in the desktop session, and what this call
+    /// was checked to do there.
+    pub(crate) desktop: crate::desktop::DesktopState,
     /// The watch of the call running in this store: a program it runs is
     /// killed once the call is stopped.
     pub(crate) slot: Arc<Slot>,
@@ -260,6 +263,10 @@ pub(crate) fn call_state(
         closing: crate::extras::Closing::default(),
         limiter: MemoryLimiter { budget },
         exec: prepared.exec.clone(),
+        desktop: crate::desktop::DesktopState {
+            plan: prepared.desktop.clone(),
+            call: Arc::default(),
+        },
         slot: Arc::default(),
     }
 }

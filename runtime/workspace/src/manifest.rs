@@ -29,6 +29,11 @@ const COMPONENTS: &[(&str, &[u8], &str)] = &[
         include_bytes!(env!("WARDEN_BUILTIN_SHELL")),
         env!("WARDEN_BUILTIN_SHELL_SHA256"),
     ),
+    (
+        "desktop",
+        include_bytes!(env!("WARDEN_BUILTIN_DESKTOP")),
+        env!("WARDEN_BUILTIN_DESKTOP_SHA256"),
+    ),
 ];
 
 /// Every built-in tool: name, component, baseline.
@@ -48,6 +53,14 @@ pub const BUILTIN_TOOLS: &[(&str, &str, Baseline)] = &[
     // Runs programs: off until warden.toml enables it and grants it `exec`
     // (and so never in a workspace that was never trusted).
     ("shell", "shell", Baseline::Off),
+    // The user's desktop: off until warden.toml names them. `open_app`
+    // starts only the apps its `apps` grant lists, `browse` opens only
+    // pages of its `browse` hosts; `list_apps` and `close_app` see and end
+    // only what this session was granted and started.
+    ("list_apps", "desktop", Baseline::Off),
+    ("open_app", "desktop", Baseline::Off),
+    ("close_app", "desktop", Baseline::Off),
+    ("browse", "desktop", Baseline::Off),
 ];
 
 /// The built-in components as sources to load.
@@ -106,6 +119,18 @@ mod tests {
                 // The web tools: off until named, then only what is granted.
                 assert_eq!(b, Baseline::Off, "{}", t.spec.name);
                 assert!(!t.spec.mutates, "{}", t.spec.name);
+                continue;
+            }
+            if t.location == "builtin:desktop" {
+                // The desktop tools: off until named; what they start is
+                // what they are granted.
+                assert_eq!(b, Baseline::Off, "{}", t.spec.name);
+                assert_eq!(
+                    t.spec.mutates,
+                    t.spec.name != "list_apps",
+                    "{}",
+                    t.spec.name
+                );
                 continue;
             }
             if t.spec.mutates {

@@ -6,7 +6,9 @@
 use serde_json::Value;
 use warden_agent::{AgentTool, CallCancel, ToolDef, ToolResult, ToolRunner, Touched};
 use warden_policy::{Grants, Origin};
-use warden_sandbox::{BoundTool, CallControl, CallOutcome, Checked, Effects, GrantedDirs};
+use warden_sandbox::{
+    BoundTool, CallControl, CallOutcome, Checked, DesktopCall, Effects, GrantedDirs,
+};
 
 use std::sync::Arc;
 
@@ -72,6 +74,9 @@ pub struct ApprovalRequest<'a> {
     /// What the call will touch: the same value its undo snapshot and its
     /// event line are made from.
     pub effects: &'a Effects,
+    /// What it will start, open or end in the desktop session: the same
+    /// value the call is held to.
+    pub desktop: &'a DesktopCall,
     /// What the tool is granted.
     pub grants: &'a Grants,
     /// Its granted directories, opened: a preview looks through these same
@@ -199,6 +204,7 @@ impl SandboxRunner {
             origin: tool.info().origin,
             arguments,
             effects: args.effects(),
+            desktop: args.desktop(),
             grants: tool.grants(),
             dirs: tool.dirs(),
         };
@@ -247,6 +253,7 @@ impl SandboxRunner {
             origin: Origin::Workspace,
             arguments,
             effects: &Effects::default(),
+            desktop: &DesktopCall::default(),
             grants: &mcp.server(tool).grants,
             dirs: mcp.no_dirs(),
         };
@@ -313,6 +320,8 @@ impl ToolRunner for SandboxRunner {
                 def: t.def.clone(),
                 mutates: m.server(t).grants.needs_approval(),
                 programs: Vec::new(),
+                apps: Vec::new(),
+                browse: Vec::new(),
             })
         });
         self.tools
@@ -329,6 +338,8 @@ impl ToolRunner for SandboxRunner {
                     // component says, or what its grants allow.
                     mutates: spec.mutates || t.grants().needs_approval(),
                     programs: t.grants().programs().map(str::to_string).collect(),
+                    apps: t.grants().apps().map(str::to_string).collect(),
+                    browse: t.grants().browse().map(str::to_string).collect(),
                 }
             })
             .chain(mcp)

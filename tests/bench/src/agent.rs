@@ -35,6 +35,8 @@ impl ToolRunner for Fifty {
                 },
                 mutates: i % 2 == 0,
                 programs: Vec::new(),
+                apps: Vec::new(),
+                browse: Vec::new(),
             })
             .collect()
     }

@@ -33,6 +33,7 @@
 
 use std::fmt;
 
+pub mod desktop;
 pub mod effect;
 
 pub use schemars::{self, JsonSchema};

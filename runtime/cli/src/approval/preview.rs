@@ -16,7 +16,9 @@ use similar::{ChangeTag, TextDiff};
 
 use warden_edit::EditError;
 use warden_policy::{Origin, inert};
-use warden_sandbox::{Access, Content, Effects, GrantedDirs, NewContent, Peek, Touch};
+use warden_sandbox::{
+    Access, Content, DesktopAction, DesktopCall, Effects, GrantedDirs, NewContent, Peek, Touch,
+};
 use warden_workspace::ApprovalRequest;
 
 use crate::style::paint;
@@ -60,7 +62,8 @@ pub fn preview(request: &ApprovalRequest<'_>, fancy: bool) -> String {
             None => out.push_str(&touch(t, args, dirs, fancy)),
         }
     }
-    out.push_str(&other_arguments(effects, args));
+    out.push_str(&desktop(request));
+    out.push_str(&other_arguments(effects, request.desktop, args));
     if !effects.declared {
         out.push_str(&unknown(request));
     } else if request.origin != Origin::Builtin && effects.changes().next().is_some() {
@@ -249,13 +252,81 @@ fn transfer(from: &Touch, to: &Touch, args: &Value, dirs: &GrantedDirs) -> Strin
     format!("{line}{note}\n")
 }
 
-/// The arguments the effects do not show: each `name: value`, a value of
-/// several lines below its name, cut at [`ARG_LINES`] lines.
-fn other_arguments(effects: &Effects, args: &Value) -> String {
+/// What the call starts, opens or ends in the desktop session: the exact
+/// program line, which is what runs; for a tool that does not declare it,
+/// what its grants let it start.
+fn desktop(request: &ApprovalRequest<'_>) -> String {
+    let mut out = String::new();
+    for action in &request.desktop.actions {
+        out.push_str(&match action {
+            DesktopAction::Start { plan: Ok(l), .. } => format!(
+                "  start {} in your desktop session, unconfined (it keeps running after warden \
+                 exits):\n    {}\n",
+                inert(&l.name),
+                inert(&l.line())
+            ),
+            DesktopAction::Start {
+                request,
+                plan: Err(r),
+            } => format!(
+                "  start {}: will be refused: {}\n",
+                inert(&request.app),
+                inert(r.message())
+            ),
+            DesktopAction::Browse { plan: Ok(l), url } => format!(
+                "  open {} in your browser:\n    {}\n",
+                inert(url),
+                inert(&l.line())
+            ),
+            DesktopAction::Browse { url, plan: Err(r) } => format!(
+                "  open {}: will be refused: {}\n",
+                inert(url),
+                inert(r.message())
+            ),
+            DesktopAction::Close { id, plan: Ok(s) } => format!(
+                "  end {} (id {id}, pid {}), which this session started, with every process of \
+                 its group\n",
+                inert(&s.launch.name),
+                s.pid
+            ),
+            DesktopAction::Close { id, plan: Err(r) } => {
+                format!("  end app {id}: will be refused: {}\n", inert(r.message()))
+            }
+        });
+    }
+    let g = request.grants;
+    let (apps, pages): (Vec<&str>, Vec<&str>) = (g.apps().collect(), g.browse().collect());
+    if !request.desktop.declared && !(apps.is_empty() && pages.is_empty()) {
+        let mut may = Vec::new();
+        if !apps.is_empty() {
+            may.push(format!(
+                "start {} in your desktop session, unconfined",
+                inert(&apps.join(", "))
+            ));
+        }
+        if !pages.is_empty() {
+            may.push(format!(
+                "open pages of {} in your browser",
+                pages.join(", ")
+            ));
+        }
+        out.push_str(&format!(
+            "  desktop actions unknown: `{}` does not declare what it starts; it may {}\n",
+            inert(request.tool),
+            may.join(" and ")
+        ));
+    }
+    out
+}
+
+/// The arguments neither the effects nor the desktop actions show: each
+/// `name: value`, a value of several lines below its name, cut at
+/// [`ARG_LINES`] lines.
+fn other_arguments(effects: &Effects, desktop: &DesktopCall, args: &Value) -> String {
     let Some(map) = args.as_object() else {
         return String::new();
     };
-    let covered = |name: &str| effects.covers(name);
+    let covered = |name: &str| desktop.arguments.iter().any(|a| a == name) || effects.covers(name);
     let mut out = String::new();
     for (name, value) in map.iter().filter(|(n, _)| !covered(n)) {
         let text = match value {

@@ -412,7 +412,15 @@ fn describe(tool: &str, r: &ToolRecord) -> String {
     }
     // Said outright, so that a line of limits alone is not read as access.
     if parts.is_empty() {
-        parts.push("no access".to_string());
+        let apps = r.caps.iter().any(|c| matches!(c, Capability::App { .. }));
+        parts.push(
+            if apps {
+                "the desktop apps below"
+            } else {
+                "no access"
+            }
+            .to_string(),
+        );
     }
     let defaults = Limits::default().named();
     for ((name, value), (_, default)) in r.limits.named().into_iter().zip(defaults) {

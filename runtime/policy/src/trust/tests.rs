@@ -744,4 +744,18 @@ fn the_diff_says_plainly_that_an_app_starts_unconfined() {
             "- open_app: apps: may start gimp in your desktop session, unconfined",
         ]
     );
+    // A tool granted apps only is not said to have no access.
+    let mut only = grants("builtin", &[], &[], &[]);
+    only.caps.insert(Capability::App {
+        program: "xclock".into(),
+    });
+    let mut with = TrustState::default();
+    with.tools.insert("open_app".into(), only);
+    assert_eq!(
+        lines(&diff(&TrustState::default(), &with)),
+        [
+            "+ tool open_app (builtin): the desktop apps below",
+            "+ open_app: apps: may start xclock in your desktop session, unconfined",
+        ]
+    );
 }

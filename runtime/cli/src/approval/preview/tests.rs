@@ -2,7 +2,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use warden_policy::{Grants, Origin};
-use warden_sandbox::{Access, Content, Effect, Effects, GrantedDirs, Mount, Replacement};
+use warden_sandbox::{
+    Access, AppRequest, Content, DesktopAction, DesktopCall, Effect, Effects, GrantedDirs, Launch,
+    Mount, Refusal, Replacement, Started,
+};
 use warden_workspace::ApprovalRequest;
 
 /// The effects the built-in file tools declare (their own declarations
@@ -51,6 +54,7 @@ fn preview(tool: &str, args: &Value, dirs: &GrantedDirs, fancy: bool) -> String 
         origin: Origin::Builtin,
         arguments: args,
         effects: &effects,
+        desktop: &DesktopCall::default(),
         grants: &grants,
         dirs,
     };
@@ -348,6 +352,7 @@ fn undeclared_effects_and_a_drop_ins_claims_are_said_so() {
         origin: Origin::Builtin,
         arguments: &args,
         effects: &effects,
+        desktop: &DesktopCall::default(),
         grants: &grants,
         dirs: &d,
     };
@@ -369,5 +374,111 @@ fn undeclared_effects_and_a_drop_ins_claims_are_said_so() {
         super::preview(&request, false),
         "  create n.txt (1 line)\n  @@ -0,0 +1 @@\n+ hi\n  (as `save_note` declares it; what \
          it can change is what it is granted: .)\n"
+    );
+}
+
+#[test]
+fn a_launch_shows_its_exact_program_line_and_covers_its_arguments() {
+    let (_base, ws) = workspace();
+    let d = dirs(&ws);
+    std::fs::write(ws.join("report.txt"), "r\n").unwrap();
+    let args = json!({"app": "eyes", "files": ["report.txt"], "urls": ["https://docs.rs/"],
+                      "why": "look\u{1b}[2J"});
+    let effects = Effects::of(
+        Some(&[Effect {
+            argument: "files".into(),
+            access: Access::Read,
+            follow: true,
+        }]),
+        &args,
+        &d,
+    );
+    let launch = |argv: &[&str]| Launch {
+        app: "eyes".into(),
+        name: "Eyes".into(),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+    };
+    let desktop = DesktopCall {
+        declared: true,
+        actions: vec![
+            DesktopAction::Start {
+                request: AppRequest {
+                    app: "eyes".into(),
+                    files: vec!["report.txt".into()],
+                    urls: vec!["https://docs.rs/".into()],
+                },
+                plan: Ok(launch(&[
+                    "/usr/bin/xeyes",
+                    "-title",
+                    "a b",
+                    "/ws/report.txt",
+                ])),
+            },
+            DesktopAction::Start {
+                request: AppRequest {
+                    app: "gimp".into(),
+                    files: Vec::new(),
+                    urls: Vec::new(),
+                },
+                plan: Err(Refusal::Denied("`gimp` is not granted to this tool".into())),
+            },
+            DesktopAction::Browse {
+                url: "https://docs.rs/".into(),
+                plan: Ok(launch(&["/usr/bin/xdg-open", "https://docs.rs/"])),
+            },
+            DesktopAction::Close {
+                id: 3,
+                plan: Ok(Started {
+                    id: 3,
+                    launch: launch(&["/usr/bin/xeyes"]),
+                    pid: 77,
+                    since: std::time::Instant::now(),
+                }),
+            },
+        ],
+        arguments: vec!["app".into(), "files".into(), "urls".into()],
+    };
+    let grants = Grants::default();
+    let request = ApprovalRequest {
+        tool: "open_app",
+        origin: Origin::Builtin,
+        arguments: &args,
+        effects: &effects,
+        desktop: &desktop,
+        grants: &grants,
+        dirs: &d,
+    };
+    assert_eq!(
+        super::preview(&request, false),
+        "  read report.txt\n\
+         \x20 start Eyes in your desktop session, unconfined (it keeps running after warden \
+         exits):\n    /usr/bin/xeyes -title 'a b' /ws/report.txt\n\
+         \x20 start gimp: will be refused: `gimp` is not granted to this tool\n\
+         \x20 open https://docs.rs/ in your browser:\n    /usr/bin/xdg-open https://docs.rs/\n\
+         \x20 end Eyes (id 3, pid 77), which this session started, with every process of its \
+         group\n\
+         \x20 why: look\\x1b[2J\n"
+    );
+    // A tool granted apps that declares nothing says what it could start.
+    let mut grants = Grants::default();
+    grants.add(warden_policy::Capability::App {
+        program: "xeyes".into(),
+    });
+    let none = DesktopCall::default();
+    let request = ApprovalRequest {
+        tool: "my_launcher",
+        arguments: &json!({}),
+        effects: &Effects {
+            declared: true,
+            touches: Vec::new(),
+        },
+        desktop: &none,
+        grants: &grants,
+        ..request
+    };
+    assert_eq!(
+        super::preview(&request, false),
+        "  desktop actions unknown: `my_launcher` does not declare what it starts; it may start \
+         xeyes in your desktop session, unconfined\n"
     );
 }
