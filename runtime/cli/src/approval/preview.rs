@@ -296,7 +296,8 @@ fn desktop(request: &ApprovalRequest<'_>) -> String {
     }
     let g = request.grants;
     let (apps, pages): (Vec<&str>, Vec<&str>) = (g.apps().collect(), g.browse().collect());
-    if !request.desktop.declared && !(apps.is_empty() && pages.is_empty()) {
+    let may_open = !(apps.is_empty() && pages.is_empty());
+    if may_open && !request.desktop.declared {
         let mut may = Vec::new();
         if !apps.is_empty() {
             may.push(format!(
