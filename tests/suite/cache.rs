@@ -186,8 +186,8 @@ fn the_cli_reuses_the_cache_across_starts() {
             v["cache"]["reused"].as_u64().unwrap(),
         )
     };
-    // The three built-in components: `fs`, `fetch` and `shell`.
-    assert_eq!(stats(&sb), (3, 0));
+    // The four built-in components: `fs`, `fetch`, `shell` and `desktop`.
+    assert_eq!(stats(&sb), (4, 0));
     // Listed from what they described: none is loaded again.
     assert_eq!(stats(&sb), (0, 0));
     // A call loads its component from the cache.
@@ -198,7 +198,7 @@ fn the_cli_reuses_the_cache_across_starts() {
     assert!(out.contains("hello"), "{out}");
     let out = run_ok(sb.warden().args(["tools", "compile"]));
     assert!(
-        out.contains("0 component(s) compiled, 3 already in the cache"),
+        out.contains("0 component(s) compiled, 4 already in the cache"),
         "{out}"
     );
 }

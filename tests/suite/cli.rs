@@ -6,7 +6,7 @@ fn warden(sb: &Sandbox, args: &[&str]) -> Run {
     run(sb.warden().args(args))
 }
 
-const BUILTINS: [&str; 13] = [
+const BUILTINS: [&str; 17] = [
     "read_file",
     "write_file",
     "edit_file",
@@ -20,6 +20,10 @@ const BUILTINS: [&str; 13] = [
     "fetch",
     "web_search",
     "shell",
+    "list_apps",
+    "open_app",
+    "close_app",
+    "browse",
 ];
 
 #[test]
@@ -38,8 +42,18 @@ fn tools_list_shows_every_builtin_with_source_and_access() {
         .map(|n| {
             // Tools that only look get the workspace read-only.
             let looks = ["read_file", "list_files", "glob", "grep"].contains(n);
-            // The web tools and shell are off until a section names them.
-            let web = ["fetch", "web_search", "shell"].contains(n);
+            // The web tools, shell and the desktop tools are off until a
+            // section names them.
+            let web = [
+                "fetch",
+                "web_search",
+                "shell",
+                "list_apps",
+                "open_app",
+                "close_app",
+                "browse",
+            ]
+            .contains(n);
             let access = if web {
                 "disabled"
             } else if looks {

@@ -538,3 +538,41 @@ fn the_prompt_on_a_terminal_shows_the_program_line_that_then_runs() {
     x.window("xeyes");
     end_group(pid);
 }
+
+#[test]
+fn a_tool_that_declares_its_launch_starts_nothing_else() {
+    let Some(x) = Xvfb::start() else { return };
+    let sb = Sandbox::new();
+    sb.drop_in(warden_tests::guests::DESKTOP_LIAR, "desktop_liar.wasm");
+    sb.policy(
+        "[tools.show_app]\napps = [\"xeyes\", \"xclock\"]\n\n[tools.any_app]\napps = [\"xclock\"]\n",
+    );
+    sb.trust();
+    let call = |tool: &str, args: Value| {
+        run(warden(&sb, Some(&x.display)).args(["tools", "call", tool, &args.to_string()]))
+    };
+    // Declared: xeyes; asked of the host: xclock, which is granted too.
+    let r = call("show_app", json!({"app": "xeyes", "other": "xclock"}));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr.contains(
+            "error (denied): starting `xclock` is not what this call was checked (and the user \
+             shown) to do"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!x.has_window("xclock") && !x.has_window("xeyes"));
+    // Undeclared: held to its grants only.
+    let r = call("any_app", json!({"app": "xeyes"}));
+    assert!(
+        r.stderr.contains("`xeyes` is not granted to this tool"),
+        "{}",
+        r.stderr
+    );
+    let r = call("any_app", json!({"app": "xclock"}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let pid = pid_in(&r.stdout);
+    assert_eq!(x.window("xclock").len(), 1);
+    end_group(pid);
+}

@@ -21,6 +21,7 @@ const TOOL_WIT: &str = include_str!("../../../wit/tool.wit");
 /// from crates.io alone.
 const SDK_LIB: &str = include_str!("../../../tools-wasm/warden-tool/src/lib.rs");
 const SDK_EFFECT: &str = include_str!("../../../tools-wasm/warden-tool/src/effect.rs");
+const SDK_DESKTOP: &str = include_str!("../../../tools-wasm/warden-tool/src/desktop.rs");
 const SDK_README: &str = include_str!("../../../tools-wasm/warden-tool/README.md");
 const SDK_CARGO: &str = r#"[package]
 name = "warden-tool"
@@ -95,6 +96,7 @@ pub fn new(name: &str, lang: &str, dir: Option<&Path>) -> anyhow::Result<u8> {
                 ("warden-tool/README.md", SDK_README.into()),
                 ("warden-tool/src/lib.rs", SDK_LIB.into()),
                 ("warden-tool/src/effect.rs", SDK_EFFECT.into()),
+                ("warden-tool/src/desktop.rs", SDK_DESKTOP.into()),
                 ("warden-tool/wit/tool.wit", TOOL_WIT.into()),
                 (".gitignore", "target/\n".into()),
             ],
