@@ -44,16 +44,7 @@ fn tools_list_shows_every_builtin_with_source_and_access() {
             let looks = ["read_file", "list_files", "glob", "grep"].contains(n);
             // The web tools, shell and the desktop tools are off until a
             // section names them.
-            let web = [
-                "fetch",
-                "web_search",
-                "shell",
-                "list_apps",
-                "open_app",
-                "close_app",
-                "browse",
-            ]
-            .contains(n);
+            let web = BUILTINS[10..].contains(n);
             let access = if web {
                 "disabled"
             } else if looks {

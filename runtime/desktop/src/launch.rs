@@ -1,4 +1,6 @@
-//! A program line to start in the desktop session.
+//! A program line to start in the desktop session, and an app started.
+
+use std::time::Instant;
 
 /// A program line to start in the desktop session, as shown to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +35,32 @@ fn quoted(a: &str) -> String {
     } else {
         format!("'{}'", a.replace('\'', r"'\''"))
     }
+}
+
+/// An app this session started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    /// Its number in this session.
+    pub id: u32,
+    /// As launched.
+    pub launch: Launch,
+    /// Its first process, and its process group.
+    pub pid: u32,
+    /// When it started.
+    pub since: Instant,
+}
+
+/// How an app ended when asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It had ended already.
+    Already,
+    /// It ended on SIGTERM.
+    Terminated,
+    /// It did not end within the grace time and was killed (SIGKILL).
+    Killed,
+    /// Some of its processes were still there after SIGKILL.
+    Remains,
 }
 
 #[cfg(test)]

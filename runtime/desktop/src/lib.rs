@@ -43,10 +43,10 @@ mod url;
 pub use app::{App, AppDirs, Start};
 pub use browser::Browser;
 #[cfg(target_os = "linux")]
-pub use launch::Launch;
+pub use launch::{Ended, Launch, Started};
 #[cfg(target_os = "linux")]
-pub use session::{Ended, Started, close, running, start};
+pub use session::{close, running, start};
 pub use session_env::{NO_DISPLAY, display, session_env};
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{Ended, Started, close, running, start};
+pub use unsupported::{close, running, start};
 pub use url::checked_url;

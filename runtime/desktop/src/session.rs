@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, poll};
 
-use crate::launch::Launch;
+use crate::launch::{Ended, Launch, Started};
 use rustix::process::{
     Pid, PidfdFlags, Signal, WaitId, WaitIdOptions, kill_process_group, pidfd_open,
     pidfd_send_signal, waitid,
@@ -30,32 +30,6 @@ const START_WATCH: Duration = Duration::from_millis(500);
 const GRACE: Duration = Duration::from_secs(3);
 /// How long a killed app has to be gone.
 const KILL_WAIT: Duration = Duration::from_secs(2);
-
-/// An app this session started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Started {
-    /// Its number in this session.
-    pub id: u32,
-    /// As launched.
-    pub launch: Launch,
-    /// Its first process, and its process group.
-    pub pid: u32,
-    /// When it started.
-    pub since: Instant,
-}
-
-/// How an app ended when asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// It had ended already.
-    Already,
-    /// It ended on SIGTERM.
-    Terminated,
-    /// It did not end within the grace time and was killed (SIGKILL).
-    Killed,
-    /// Some of its processes were still there after SIGKILL.
-    Remains,
-}
 
 struct Record {
     started: Started,

@@ -1,34 +1,6 @@
 //! Off Linux, no app is started (warden has no pidfd to hold it by).
 
-use std::time::Instant;
-
-use crate::launch::Launch;
-
-/// An app this session started (never, here).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Started {
-    /// Its number in this session.
-    pub id: u32,
-    /// As launched.
-    pub launch: Launch,
-    /// Its first process.
-    pub pid: u32,
-    /// When it started.
-    pub since: Instant,
-}
-
-/// How an app ended when asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// It had ended already.
-    Already,
-    /// It ended on SIGTERM.
-    Terminated,
-    /// It was killed.
-    Killed,
-    /// Some of it remains.
-    Remains,
-}
+use crate::launch::{Ended, Launch, Started};
 
 const UNSUPPORTED: &str = "starting desktop apps is supported on Linux only";
 
