@@ -158,6 +158,7 @@ impl ArgsCheck {
                 aliases: Vec::new(),
                 mutates: false,
                 effects: None,
+                desktop: Vec::new(),
             },
             validator: OnceLock::from(Ok(validator)),
         }))
