@@ -33,9 +33,9 @@
 mod capture;
 #[cfg(target_os = "linux")]
 mod helper;
-mod program;
 #[cfg(target_os = "linux")]
 mod kernel;
+mod program;
 #[cfg(target_os = "linux")]
 mod run;
 mod spec;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasData, Linker};
 
-pub use call::{AppRequest, DesktopAction, DesktopCall};
+pub use call::{AppRequest, DesktopAction, DesktopCall, Said};
 pub(crate) use declared::take as take_declared;
 pub use declared::{Declared, Does};
 pub use plan::Refusal;

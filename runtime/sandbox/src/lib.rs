@@ -57,7 +57,7 @@ mod watchdog;
 pub use alloc::{HostAlloc, host_memory_counted};
 pub use bound::{BoundTool, Checked};
 pub use cache::{CacheConfig, CacheStats};
-pub use desktop::{AppRequest, Declared, DesktopAction, DesktopCall, Does, Refusal};
+pub use desktop::{AppRequest, Declared, DesktopAction, DesktopCall, Does, Refusal, Said};
 pub use effects::{Access, At, Content, Effect, Effects, NewContent, Replacement, Touch};
 pub use engine::{CALL_THREAD_STACK, PoolConfig};
 pub use error::{Error, Result};

@@ -1,6 +1,7 @@
 //! The question put to a user who approves a call through another program
 //! (`warden mcp` asks through the MCP client): what the call will do to
-//! each file first, from the call's effects, never cut; then its other
+//! each file first, from the call's effects, and the program line of each
+//! desktop app or page it starts or opens, never cut; then its other
 //! arguments, cut to a size with a count of what was left out.
 
 use serde_json::Value;
@@ -17,12 +18,19 @@ pub fn question(request: &ApprovalRequest<'_>, needs: &str, budget: usize) -> St
         inert(request.tool),
         inert(needs)
     );
-    if !effects.touches.is_empty() {
+    let desktop = request.desktop.said(request.tool, request.grants);
+    if !effects.touches.is_empty() || !desktop.is_empty() {
         out.push_str("\nIt will:");
         for t in &effects.touches {
             out.push_str(&format!("\n  {} {}", t.access.verb(), inert(t.shown())));
             if let Some(why) = t.refused() {
                 out.push_str(&format!(" (refused: {why})"));
+            }
+        }
+        for said in desktop {
+            out.push_str(&format!("\n  {}", said.sentence));
+            if let Some(line) = said.line {
+                out.push_str(&format!(":\n    {line}"));
             }
         }
     }
@@ -37,7 +45,7 @@ pub fn question(request: &ApprovalRequest<'_>, needs: &str, budget: usize) -> St
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(name, _)| !effects.is_path(name))
+        .filter(|(name, _)| !effects.is_path(name) && !request.desktop.arguments.contains(name))
         .collect();
     if others.is_empty() {
         return out;
@@ -75,7 +83,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use warden_policy::{Grants, Origin};
-    use warden_sandbox::{Access, Content, Effect, Effects, GrantedDirs, Mount};
+    use warden_sandbox::{Access, Content, DesktopCall, Effect, Effects, GrantedDirs, Mount};
 
     fn dirs(ws: &std::path::Path) -> GrantedDirs {
         GrantedDirs::open(&[Mount {
@@ -107,6 +115,7 @@ mod tests {
             effects: &effects,
             grants: &grants,
             dirs: &d,
+            desktop: &DesktopCall::default(),
         };
         let q = question(&request, "rw:.", 200);
         let lines: Vec<&str> = q.lines().collect();
@@ -136,11 +145,61 @@ mod tests {
             effects: &effects,
             grants: &grants,
             dirs: &d,
+            desktop: &DesktopCall::default(),
         };
         assert_eq!(
             question(&request, "exec:sh", 2000),
             "warden: allow `shell`? It needs approval: exec:sh.\nIts effects are unknown: \
              `shell` does not declare which files it changes.\nWith:\n  command: make test"
         );
+    }
+
+    /// The question names the program line an app starts with, as the
+    /// terminal prompt does (the same `DesktopCall::said`), never cut,
+    /// and its file arguments are not repeated as arguments.
+    #[test]
+    fn a_desktop_launch_is_named_by_its_program_line() {
+        use warden_sandbox::{AppRequest, DesktopAction, Launch};
+        let ws = tempfile::tempdir().unwrap();
+        let d = dirs(ws.path());
+        let args = json!({"app": "xeyes", "files": ["report.odt"], "note": "y".repeat(500)});
+        let desktop = DesktopCall {
+            declared: true,
+            actions: vec![DesktopAction::Start {
+                request: AppRequest {
+                    app: "xeyes".into(),
+                    files: vec!["report.odt".into()],
+                    urls: Vec::new(),
+                },
+                plan: Ok(Launch {
+                    app: "xeyes".into(),
+                    name: "Eyes\u{1b}[2J".into(),
+                    argv: vec!["/usr/bin/xeyes".into(), "/ws/my report.odt".into()],
+                }),
+            }],
+            arguments: vec!["app".into(), "files".into()],
+        };
+        let effects = Effects::default();
+        let grants = Grants::default();
+        let request = ApprovalRequest {
+            tool: "open_app",
+            origin: Origin::Builtin,
+            arguments: &args,
+            effects: &effects,
+            grants: &grants,
+            dirs: &d,
+            desktop: &desktop,
+        };
+        let q = question(&request, "app:xeyes", 100);
+        let lines: Vec<&str> = q.lines().collect();
+        assert_eq!(lines[1], "It will:");
+        assert!(
+            lines[2].starts_with("  start Eyes\\x1b[2J in your desktop session, unconfined"),
+            "{q}"
+        );
+        assert_eq!(lines[3], "    /usr/bin/xeyes '/ws/my report.odt'");
+        assert_eq!(lines[5], "With:");
+        assert!(lines[6].starts_with("  note: yyy"), "{q}");
+        assert!(!q.contains("files:"), "{q}");
     }
 }

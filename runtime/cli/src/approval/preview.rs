@@ -16,9 +16,7 @@ use similar::{ChangeTag, TextDiff};
 
 use warden_edit::EditError;
 use warden_policy::{Origin, inert};
-use warden_sandbox::{
-    Access, Content, DesktopAction, DesktopCall, Effects, GrantedDirs, NewContent, Peek, Touch,
-};
+use warden_sandbox::{Access, Content, DesktopCall, Effects, GrantedDirs, NewContent, Peek, Touch};
 use warden_workspace::ApprovalRequest;
 
 use crate::style::paint;
@@ -254,68 +252,15 @@ fn transfer(from: &Touch, to: &Touch, args: &Value, dirs: &GrantedDirs) -> Strin
 
 /// What the call starts, opens or ends in the desktop session: the exact
 /// program line, which is what runs; for a tool that does not declare it,
-/// what its grants let it start.
+/// what its grants let it start ([`DesktopCall::said`], which the MCP
+/// question shows too).
 fn desktop(request: &ApprovalRequest<'_>) -> String {
     let mut out = String::new();
-    for action in &request.desktop.actions {
-        out.push_str(&match action {
-            DesktopAction::Start { plan: Ok(l), .. } => format!(
-                "  start {} in your desktop session, unconfined (it keeps running after warden \
-                 exits):\n    {}\n",
-                inert(&l.name),
-                inert(&l.line())
-            ),
-            DesktopAction::Start {
-                request,
-                plan: Err(r),
-            } => format!(
-                "  start {}: will be refused: {}\n",
-                inert(&request.app),
-                inert(r.message())
-            ),
-            DesktopAction::Browse { plan: Ok(l), url } => format!(
-                "  open {} in your browser:\n    {}\n",
-                inert(url),
-                inert(&l.line())
-            ),
-            DesktopAction::Browse { url, plan: Err(r) } => format!(
-                "  open {}: will be refused: {}\n",
-                inert(url),
-                inert(r.message())
-            ),
-            DesktopAction::Close { id, plan: Ok(s) } => format!(
-                "  end {} (id {id}, pid {}), which this session started, with every process of \
-                 its group\n",
-                inert(&s.launch.name),
-                s.pid
-            ),
-            DesktopAction::Close { id, plan: Err(r) } => {
-                format!("  end app {id}: will be refused: {}\n", inert(r.message()))
-            }
-        });
-    }
-    let g = request.grants;
-    let (apps, pages): (Vec<&str>, Vec<&str>) = (g.apps().collect(), g.browse().collect());
-    let may_open = !(apps.is_empty() && pages.is_empty());
-    if may_open && !request.desktop.declared {
-        let mut may = Vec::new();
-        if !apps.is_empty() {
-            may.push(format!(
-                "start {} in your desktop session, unconfined",
-                inert(&apps.join(", "))
-            ));
+    for said in request.desktop.said(request.tool, request.grants) {
+        match said.line {
+            Some(line) => out.push_str(&format!("  {}:\n    {line}\n", said.sentence)),
+            None => out.push_str(&format!("  {}\n", said.sentence)),
         }
-        if !pages.is_empty() {
-            may.push(format!(
-                "open pages of {} in your browser",
-                pages.join(", ")
-            ));
-        }
-        out.push_str(&format!(
-            "  desktop actions unknown: `{}` does not declare what it starts; it may {}\n",
-            inert(request.tool),
-            may.join(" and ")
-        ));
     }
     out
 }

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use warden_desktop::{Launch, Started};
+use warden_policy::{Grants, inert};
 
 use super::declared::{Declared, Does};
 use super::plan::{DesktopPlan, Refusal};
@@ -117,5 +118,104 @@ impl DesktopCall {
             }
         }
         call
+    }
+}
+
+/// One thing a call does in the desktop session, in words, for whoever
+/// decides on it (the terminal prompt, an MCP client's question): a
+/// sentence, and the exact program line that runs when there is one.
+/// Every string from the call is inert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    /// What it does.
+    pub sentence: String,
+    /// The program line it starts, as it will run.
+    pub line: Option<String>,
+}
+
+impl DesktopCall {
+    /// What this call does, in words: each action, then, for a tool that
+    /// does not declare its actions, what its `grants` let it start.
+    pub fn said(&self, tool: &str, grants: &Grants) -> Vec<Said> {
+        let said = |sentence: String, line: Option<&Launch>| Said {
+            sentence,
+            line: line.map(|l| inert(&l.line()).into_owned()),
+        };
+        let mut out: Vec<Said> = self
+            .actions
+            .iter()
+            .map(|action| match action {
+                DesktopAction::Start { plan: Ok(l), .. } => said(
+                    format!(
+                        "start {} in your desktop session, unconfined (it keeps running after \
+                         warden exits)",
+                        inert(&l.name)
+                    ),
+                    Some(l),
+                ),
+                DesktopAction::Start {
+                    request,
+                    plan: Err(r),
+                } => said(
+                    format!(
+                        "start {}: will be refused: {}",
+                        inert(&request.app),
+                        inert(r.message())
+                    ),
+                    None,
+                ),
+                DesktopAction::Browse { plan: Ok(l), url } => {
+                    said(format!("open {} in your browser", inert(url)), Some(l))
+                }
+                DesktopAction::Browse { url, plan: Err(r) } => said(
+                    format!(
+                        "open {}: will be refused: {}",
+                        inert(url),
+                        inert(r.message())
+                    ),
+                    None,
+                ),
+                DesktopAction::Close { id, plan: Ok(s) } => said(
+                    format!(
+                        "end {} (id {id}, pid {}), which this session started, with every \
+                         process of its group",
+                        inert(&s.launch.name),
+                        s.pid
+                    ),
+                    None,
+                ),
+                DesktopAction::Close { id, plan: Err(r) } => said(
+                    format!("end app {id}: will be refused: {}", inert(r.message())),
+                    None,
+                ),
+            })
+            .collect();
+        let apps: Vec<&str> = grants.apps().collect();
+        let pages: Vec<&str> = grants.browse().collect();
+        let may_open = !apps.is_empty() || !pages.is_empty();
+        if !self.declared && may_open {
+            let mut may = Vec::new();
+            if !apps.is_empty() {
+                may.push(format!(
+                    "start {} in your desktop session, unconfined",
+                    inert(&apps.join(", "))
+                ));
+            }
+            if !pages.is_empty() {
+                may.push(format!(
+                    "open pages of {} in your browser",
+                    inert(&pages.join(", "))
+                ));
+            }
+            out.push(said(
+                format!(
+                    "desktop actions unknown: `{}` does not declare what it starts; it may {}",
+                    inert(tool),
+                    may.join(" and ")
+                ),
+                None,
+            ));
+        }
+        out
     }
 }
