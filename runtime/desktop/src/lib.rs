@@ -25,8 +25,10 @@
 //! let argv = app.line(&[], &[]).unwrap();
 //! let launch = Launch { app: app.granted.clone(), name: app.shown_name().into(), argv };
 //! println!("starting {}", launch.line());
-//! let started = start(&launch, &session_env(), std::path::Path::new("/")).unwrap();
-//! println!("id {}", started.id);
+//! match start(&launch, &session_env(), std::path::Path::new("/")).unwrap() {
+//!     Some(started) => println!("id {}", started.id),
+//!     None => println!("it ended at once"),
+//! }
 //! ```
 
 mod app;
