@@ -79,7 +79,7 @@ async fn complete(
         })
     };
     let result = client
-        .complete(Request { messages, tools }, &mut on_event)
+        .complete(Request::new(messages, tools), &mut on_event)
         .await;
     (result, events)
 }
@@ -665,10 +665,7 @@ async fn complete_runs_on_a_spawned_task() {
         let mut count = |_: ClientEvent<'_>| n += 1;
         let done = c
             .complete(
-                Request {
-                    messages: &messages,
-                    tools: &[],
-                },
+                Request::new(&messages, &[]),
                 &mut count,
             )
             .await;

@@ -1,10 +1,12 @@
 //! The agent: an OpenAI-compatible chat-completions client, the tool loop,
-//! the text tool protocol for models without native tool calling, and
-//! append-only session transcripts. It sees tools through [`ToolRunner`],
-//! never through wasmtime.
+//! the json protocol (one constrained JSON object per reply) and the text
+//! protocol for models without working native tool calls, and append-only
+//! session transcripts. It sees tools through [`ToolRunner`], never
+//! through wasmtime.
 
 mod agent;
 pub mod client;
+pub mod jsonproto;
 mod message;
 mod prompt;
 pub mod session;

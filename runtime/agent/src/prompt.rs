@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
-use crate::AgentTool;
-use crate::textproto;
+use crate::settings::Protocol;
+use crate::{AgentTool, jsonproto, textproto};
 
-/// Builds the system prompt. Under native tool calling the tools are listed
-/// by the request itself; the text protocol lists them here.
-pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool) -> String {
+/// Builds the system prompt for the protocol in use. Under native tool
+/// calling the tools are listed by the request itself; the json and text
+/// protocols list them here, with how to call them.
+pub fn system_prompt(workspace: &Path, tools: &[AgentTool], protocol: Protocol) -> String {
     let runners: Vec<String> = tools
         .iter()
         .filter(|t| !t.programs.is_empty())
@@ -51,10 +52,17 @@ pub fn system_prompt(workspace: &Path, tools: &[AgentTool], text_protocol: bool)
     if tools.is_empty() {
         p.push_str("\n- No tools are available: answer from what you know.");
     }
-    if text_protocol {
-        let defs: Vec<_> = tools.iter().map(|t| t.def.clone()).collect();
-        p.push_str("\n\n");
-        p.push_str(&textproto::instructions(&defs));
+    let defs = || -> Vec<_> { tools.iter().map(|t| t.def.clone()).collect() };
+    match protocol {
+        Protocol::Text => {
+            p.push_str("\n\n");
+            p.push_str(&textproto::instructions(&defs()));
+        }
+        Protocol::Json => {
+            p.push_str("\n\n");
+            p.push_str(&jsonproto::instructions(&defs()));
+        }
+        _ => {}
     }
     p
 }

@@ -71,6 +71,13 @@ pub enum Record {
         after_tokens: u64,
         history: Vec<Message>,
     },
+    /// The session moved to another tool-call protocol (under `auto`:
+    /// `json` or `text`), and why. A resumed session continues in it.
+    Protocol {
+        ts: String,
+        protocol: String,
+        reason: String,
+    },
     /// The session ended (user quit, task done, error).
     End { ts: String, reason: String },
 }
@@ -86,6 +93,7 @@ impl Record {
             | Record::Error { ts, .. }
             | Record::Clear { ts }
             | Record::Compacted { ts, .. }
+            | Record::Protocol { ts, .. }
             | Record::End { ts, .. } => ts,
         }
     }
@@ -136,6 +144,8 @@ pub struct Summary {
     pub turns: usize,
     /// Token counts summed over every model response.
     pub usage: Usage,
+    /// The tool-call protocol its last run used ([`protocol_in_use`]).
+    pub protocol: String,
     /// The transcript file.
     pub path: PathBuf,
 }
@@ -469,6 +479,37 @@ pub fn messages(records: &[Record]) -> Vec<Message> {
     conversation
 }
 
+/// The protocol a session switched to under `auto`, the last time it did:
+/// a resumed session under `auto` continues in it.
+pub fn switched_protocol(records: &[Record]) -> Option<crate::settings::Protocol> {
+    records.iter().rev().find_map(|r| match r {
+        Record::Protocol { protocol, .. } => crate::settings::Protocol::parse(protocol),
+        _ => None,
+    })
+}
+
+/// The tool-call protocol in use at the end of `records`: the last switch,
+/// or the protocol a run started with (`auto` starting native, or going on
+/// in the protocol switched to before).
+pub fn protocol_in_use(records: &[Record]) -> &str {
+    let mut in_use = "native";
+    let mut switched = None;
+    for r in records {
+        match r {
+            Record::Start { protocol, .. } if protocol == "auto" => {
+                in_use = switched.unwrap_or("native");
+            }
+            Record::Start { protocol, .. } => in_use = protocol,
+            Record::Protocol { protocol, .. } => {
+                in_use = protocol;
+                switched = Some(protocol);
+            }
+            _ => {}
+        }
+    }
+    in_use
+}
+
 /// Token counts summed over the usage records.
 pub fn total_usage(records: &[Record]) -> Usage {
     let mut total = Usage::default();
@@ -515,6 +556,7 @@ fn summary(id: String, path: PathBuf, records: &[Record]) -> Summary {
         messages: messages_iter(records).count(),
         turns: said(records).count(),
         usage: total_usage(records),
+        protocol: protocol_in_use(records).to_string(),
         path,
     }
 }

@@ -15,20 +15,25 @@ use crate::client::ClientConfig;
 /// How tools are offered to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
-    /// Native tool calling; switch to text when the endpoint rejects `tools`.
+    /// Native tool calling until the server fails it; then `json` where
+    /// the server honours a reply schema, else `text`.
     Auto,
     /// Native tool calling (`tools` in the request).
     Native,
+    /// Each reply one JSON object, a call of one tool or the answer,
+    /// constrained by the server's structured output.
+    Json,
     /// `[TOOL] name(args) [/TOOL]` in plain text.
     Text,
 }
 
 impl Protocol {
-    /// Parses "auto", "native" or "text".
+    /// Parses "auto", "native", "json" or "text".
     pub fn parse(s: &str) -> Option<Protocol> {
         match s {
             "auto" => Some(Protocol::Auto),
             "native" => Some(Protocol::Native),
+            "json" => Some(Protocol::Json),
             "text" => Some(Protocol::Text),
             _ => None,
         }
@@ -39,6 +44,7 @@ impl Protocol {
         match self {
             Protocol::Auto => "auto",
             Protocol::Native => "native",
+            Protocol::Json => "json",
             Protocol::Text => "text",
         }
     }

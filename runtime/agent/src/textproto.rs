@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 pub use inline::{InlineCall, inline_calls};
 pub use prompt::{
     instructions, is_results_message, malformed_message, results_message, shorten_results,
+    tool_list,
 };
 use syntax::{Arg, Body, Parser};
 

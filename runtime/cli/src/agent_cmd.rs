@@ -74,7 +74,7 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
     let approver = Arc::new(Approver::new(flags.yes, &ws.root));
     let protocol = match &flags.protocol {
         Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
-            ConfigError(format!("unknown protocol `{p}`: use auto, native or text"))
+            ConfigError(format!("unknown protocol `{p}`: use auto, native, json or text"))
         })?),
         None => None,
     };
@@ -145,7 +145,13 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
             .iter()
             .map(|i| (i.source.clone(), i.prompt_text()))
             .collect(),
-    );
+    )
+    .resume_protocol(&records);
+    // Without the cache the endpoint is asked again in each session.
+    let agent = match ws.folders.endpoints() {
+        Ok(dir) => agent.with_endpoint_cache(dir),
+        Err(_) => agent,
+    };
     Ok(Built {
         agent,
         records,
@@ -421,8 +427,9 @@ fn undo_note(restored: &[String]) -> String {
     )
 }
 
-/// What a resumed chat picks up: turns so far and the last thing asked.
-fn recap(records: &[Record]) -> String {
+/// What a resumed chat picks up: turns so far, the tool protocol it goes
+/// on in, and the last thing asked.
+fn recap(records: &[Record], protocol: Protocol) -> String {
     let summary = session::total_usage(records);
     let conversation = session::messages(records);
     let asked = session::asked(records);
@@ -435,9 +442,10 @@ fn recap(records: &[Record]) -> String {
         .find(|l| !l.is_empty())
         .unwrap_or("");
     format!(
-        "resuming {} message(s), {} tokens so far; last asked: «{}»",
+        "resuming {} message(s), {} tokens so far, {} tool protocol; last asked: «{}»",
         conversation.len(),
         summary.total_tokens,
+        protocol.as_str(),
         crate::sessions_cmd::one_line(line, 70)
     )
 }
@@ -492,7 +500,7 @@ pub fn chat(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow:
          Ctrl-D quits."
     );
     if !records.is_empty() {
-        stderr_line!("{}", recap(&records));
+        stderr_line!("{}", recap(&records, agent.protocol()));
     }
     let mut r = Renderer::new(false);
     loop {

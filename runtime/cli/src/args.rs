@@ -231,7 +231,7 @@ pub struct ModelFlags {
     /// Ask for whole answers instead of a stream.
     #[arg(long)]
     pub no_stream: bool,
-    /// Tool calling: auto, native or text.
+    /// Tool calling: auto, native, json or text.
     #[arg(long, value_name = "PROTOCOL")]
     pub protocol: Option<String>,
     /// Model round trips per task.

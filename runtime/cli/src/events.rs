@@ -189,15 +189,31 @@ impl Renderer {
                     );
                 }
             }
-            Event::SwitchedToText { reason } => {
+            Event::Protocol { protocol, reason } => {
                 if self.json {
-                    self.emit(json!({"type": "protocol", "protocol": "text", "reason": reason}));
+                    self.emit(json!({"type": "protocol", "protocol": protocol, "reason": reason}));
                 } else {
                     self.stop_spinner();
+                    self.line_break();
                     stderr_line!(
-                        "note: switching to the text tool protocol: {}",
+                        "note: switching to the {protocol} tool protocol for this session: {}",
                         inert(reason)
                     );
+                }
+            }
+            Event::Notice(text) => {
+                if self.json {
+                    self.emit(json!({"type": "notice", "text": text}));
+                } else {
+                    self.stop_spinner();
+                    self.line_break();
+                    stderr_line!("note: {}", inert(text));
+                }
+            }
+            // On a terminal the answer that follows says it.
+            Event::Stopped { changed } => {
+                if self.json {
+                    self.emit(json!({"type": "stopped", "reason": "repeating", "changed": changed}));
                 }
             }
             Event::ToolStart { id, name, args } => {

@@ -45,7 +45,7 @@ fn list(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
                 json!({
                     "id": s.id, "started": s.started, "updated": s.updated, "title": s.title,
                     "messages": s.messages, "turns": s.turns, "usage": usage_json(&s.usage),
-                    "path": s.path,
+                    "protocol": s.protocol, "path": s.path,
                 })
             })
             .collect();
@@ -61,6 +61,7 @@ fn list(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
         "UPDATED".into(),
         "TURNS".into(),
         "TOKENS".into(),
+        "PROTOCOL".into(),
         "TITLE".into(),
     ]];
     for s in &list {
@@ -69,6 +70,7 @@ fn list(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
             s.updated.clone(),
             s.turns.to_string(),
             s.usage.total_tokens.to_string(),
+            s.protocol.clone(),
             inert(&s.title).into_owned(),
         ]);
     }
@@ -147,14 +149,29 @@ fn render(records: &[Record]) -> String {
                 ts,
                 model,
                 base_url,
+                protocol,
                 ..
             } => {
                 let _ = writeln!(
                     s,
-                    "── start · {} · model {} at {}",
+                    "── start · {} · model {} at {} · protocol {}",
                     inert(ts),
                     inert(model),
-                    inert(base_url)
+                    inert(base_url),
+                    inert(protocol)
+                );
+            }
+            Record::Protocol {
+                ts,
+                protocol,
+                reason,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "── protocol · {}: {} from now on ({})",
+                    inert(ts),
+                    inert(protocol),
+                    inert(reason)
                 );
             }
             Record::Message {

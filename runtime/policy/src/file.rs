@@ -219,7 +219,7 @@ pub struct ModelSection {
     pub api_key_env: Option<String>,
     /// Stream answers (SSE); `false` for servers that stream badly.
     pub stream: Option<bool>,
-    /// "auto", "native" or "text" tool calling.
+    /// "auto", "native", "json" or "text" tool calling.
     #[serde(default, deserialize_with = "protocol")]
     pub protocol: Option<String>,
     /// Model round trips per task before giving up.
@@ -269,9 +269,9 @@ impl ModelSection {
 fn protocol<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     match s.as_str() {
-        "auto" | "native" | "text" => Ok(Some(s)),
+        "auto" | "native" | "json" | "text" => Ok(Some(s)),
         _ => Err(D::Error::custom(format!(
-            "unknown protocol `{s}`: use \"auto\", \"native\" or \"text\""
+            "unknown protocol `{s}`: use \"auto\", \"native\", \"json\" or \"text\""
         ))),
     }
 }

@@ -174,6 +174,12 @@ impl Folders {
         })
     }
 
+    /// What warden learnt about model endpoints (whether each constrains
+    /// replies to a JSON schema), kept per endpoint and model.
+    pub fn endpoints(&self) -> Result<StateDir, Error> {
+        Self::open(&self.cache, "warden/endpoints")
+    }
+
     /// The user config file.
     pub fn config_file(&self) -> PathBuf {
         self.config.join("warden").join(warden_policy::USER_CONFIG)

@@ -13,13 +13,22 @@ use tokio_util::sync::CancellationToken;
 use super::sanitize::{self, ParsedCall};
 use super::{Agent, AgentError, Event};
 use crate::session::{Record, now};
-use crate::{CallCancel, ToolResult, spawn_call};
+use crate::settings::Protocol;
+use crate::{CallCancel, ToolResult, jsonproto, spawn_call};
 
 /// A call of a batch: answered at once, or running on the blocking pool.
 enum Run {
     Refused(ToolResult),
     Started(CallCancel, tokio::sync::oneshot::Receiver<ToolResult>),
 }
+
+/// Why a call does not run, and its kind (`refused`, `repeated`).
+type Refusal = (String, &'static str);
+
+/// The next step's choice, as the model is asked it after a repeat under
+/// native calls and the text protocol.
+const NEXT: &str = "Decide the next step: if the task is done, answer the user now with what \
+                    you did; if not, call the tool for the next step.";
 
 impl Agent {
     /// Runs calls in order; consecutive calls to tools that don't mutate run
@@ -50,11 +59,13 @@ impl Agent {
             })
             .collect();
         let mutates: Vec<bool> = known.iter().map(|m| m.unwrap_or(true)).collect();
-        let refused: Vec<Option<String>> = calls
+        let refused: Vec<Option<Refusal>> = calls
             .iter()
             .zip(&known)
             .map(|(c, known)| {
-                sanitize::unusable(c, cut).or_else(|| self.refusal(c, known.is_some()))
+                sanitize::unusable(c, cut)
+                    .map(|why| (why, "refused"))
+                    .or_else(|| self.refusal(c, known.is_some()))
             })
             .collect();
         let mut results: Vec<Option<ToolResult>> = Vec::with_capacity(calls.len());
@@ -91,12 +102,15 @@ impl Agent {
                         );
                         Run::Started(stop, rx)
                     }
-                    (refusal, _) => Run::Refused(ToolResult {
-                        ok: false,
-                        output: refusal.clone().unwrap_or_default(),
-                        error_kind: Some("refused".into()),
-                        ..ToolResult::default()
-                    }),
+                    (refusal, _) => {
+                        let (output, kind) = refusal.clone().unwrap_or_default();
+                        Run::Refused(ToolResult {
+                            ok: false,
+                            output,
+                            error_kind: Some(kind.into()),
+                            ..ToolResult::default()
+                        })
+                    }
                 })
                 .collect();
             let stops: Vec<CallCancel> = running
@@ -131,11 +145,13 @@ impl Agent {
                             ..ToolResult::default()
                         });
                         if let Ok(args) = &c.args {
-                            self.repeats.ran(&c.name, args, r.ok && mutating);
+                            self.repeats.ran(&c.name, args, r.ok && mutating, &r.output);
                         }
                         r
                     }
                 };
+                let args = c.args.as_deref().ok();
+                self.progress.record(&c.name, args, &r, mutating);
                 on(Event::ToolEnd {
                     id: &c.id,
                     name: &c.name,
@@ -162,18 +178,42 @@ impl Agent {
     }
 
     /// Why `call` (of a tool that is `offered` or not) must not run: a tool
-    /// left out of the offered ones, or a repeat of a call that already
-    /// ran twice.
-    fn refusal(&mut self, call: &ParsedCall, offered: bool) -> Option<String> {
+    /// left out of the offered ones; or a repeat of a call that already ran
+    /// twice, answered with its earlier result and the task restated.
+    fn refusal(&mut self, call: &ParsedCall, offered: bool) -> Option<Refusal> {
         let name = &call.name;
         if self.settings.tools.is_some() && !offered {
             let offered: Vec<&str> = self.specs.iter().map(|t| t.def.name.as_str()).collect();
-            return Some(format!(
+            let why = format!(
                 "error: no tool `{name}` is offered in this session; the tools are: {}",
                 offered.join(", ")
-            ));
+            );
+            return Some((why, "refused"));
         }
         let args = call.args.as_ref().ok()?;
-        self.repeats.refuse(name, args)
+        let repeat = self.repeats.repeat(name, args)?;
+        let mut answer = format!(
+            "This exact call already ran {} times in this task, with nothing changed since, so \
+             it was not run again. Its result was:\n{}",
+            repeat.runs,
+            repeat.earlier.trim_end()
+        );
+        // The json protocol restates the task after every result anyway.
+        if self.mode != Protocol::Json {
+            answer.push_str("\n\n");
+            answer.push_str(&self.progress.restate(self.request.as_deref()));
+            answer.push_str(NEXT);
+        }
+        Some((answer, "repeated"))
+    }
+
+    /// The task restated after a result under the json protocol: the
+    /// calls so far and the choice left.
+    pub(super) fn restated(&self) -> String {
+        format!(
+            "{}{}",
+            self.progress.restate(self.request.as_deref()),
+            jsonproto::NEXT
+        )
     }
 }

@@ -17,7 +17,8 @@ use crate::{Message, ToolDef, textproto};
 const BYTES_PER_TOKEN: u64 = 3;
 
 /// Requests estimated above this many tokens ask the server for the window
-/// when none is configured; smaller ones fit every model.
+/// when none is configured; smaller ones fit every model. (With tools to
+/// offer, the first request asks, for the bound on what it generates.)
 const PROBE_ABOVE: u64 = 3_000;
 
 /// A tool output longer than this is shortened when compacting.
@@ -116,15 +117,17 @@ fn budget(window: u64) -> u64 {
 }
 
 impl Agent {
-    /// Compacts the conversation when the next request would not fit.
+    /// Compacts the conversation when the next request would not fit;
+    /// returns the request's estimated tokens, as it will be sent.
     pub(super) async fn fit(
         &mut self,
         tools: &[ToolDef],
         cancel: &CancellationToken,
         on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<(), AgentError> {
+    ) -> Result<u64, AgentError> {
         let used = request_tokens(&self.history, tools);
-        if self.window.is_none() && !self.window_probed && used > PROBE_ABOVE {
+        let wanted = used > PROBE_ABOVE || !self.specs.is_empty();
+        if self.window.is_none() && !self.window_probed && wanted {
             self.window_probed = true;
             // A server slow to say its window is waited on like the model.
             on(Event::Thinking);
@@ -135,16 +138,18 @@ impl Agent {
             };
         }
         let Some(window) = self.window else {
-            return Ok(());
+            return Ok(used);
         };
         if used <= budget(window) {
-            return Ok(());
+            return Ok(used);
         }
         // Well below the budget, so that the next turns fit too.
         let target = budget(window) * 7 / 10;
-        self.compact(target, budget(window), tools, cancel, on)
-            .await
-            .map(|_| ())
+        if self.compact(target, budget(window), tools, cancel, on).await? {
+            Ok(request_tokens(&self.history, tools))
+        } else {
+            Ok(used)
+        }
     }
 
     /// Compacts the conversation now, to about half its size (`/compact`).
@@ -351,10 +356,7 @@ impl Agent {
                 content: render(older, max_bytes.max(2_000)),
             },
         ];
-        let request = Request {
-            messages: &messages,
-            tools: &[],
-        };
+        let request = Request::new(&messages, &[]);
         let c = self.client.complete(request, &mut |_| {}).await.ok()?;
         let text = c.content.trim();
         let summary = (!text.is_empty() && c.tool_calls.is_empty()).then(|| cut(text, 3_000));

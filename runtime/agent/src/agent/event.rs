@@ -26,8 +26,14 @@ pub enum Event<'a> {
     /// Older turns were compacted to fit the context window (estimated
     /// tokens before and after).
     Compacted { before: u64, after: u64 },
-    /// The endpoint rejected native tools; the text protocol is used from now on.
-    SwitchedToText { reason: &'a str },
+    /// The session moved to another tool-call protocol (`json` or
+    /// `text`), used from now on, and why.
+    Protocol { protocol: &'a str, reason: &'a str },
+    /// Something the user should know about how the turn runs.
+    Notice(&'a str),
+    /// The model kept repeating calls that had already run: warden ended
+    /// the task, which changed these paths (the outcome the run reports).
+    Stopped { changed: &'a [String] },
     /// Waiting for the model (for a spinner).
     Thinking,
     /// A tool call starts: its arguments as parsed once, or as the model

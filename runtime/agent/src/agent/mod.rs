@@ -1,25 +1,34 @@
 //! The tool loop: model → tool calls in the sandbox → results → model, until
 //! the model answers without calls or the turn limit is reached.
+//!
+//! - `steps`: one model reply under each protocol (native, json, text).
+//! - `protocol`: leaving native tool calls when the server fails them.
+//! - `calls`: running a reply's calls; `sanitize`: each parsed once.
+//! - `repeat`, `progress`: repeated calls, and what the task did.
+//! - `context`: fitting the context window.
 
 mod calls;
 mod context;
 mod event;
+mod progress;
+mod protocol;
 mod repeat;
 mod sanitize;
+mod steps;
 
 pub use event::{AgentError, Event};
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use warden_state::StateDir;
 
-use crate::client::{Client, ClientError, ClientEvent, Completion, Request};
+use crate::client::{Client, ClientError, ClientEvent, Completion, Request, Structured};
 use crate::session::{Record, Session, now};
 use crate::settings::{Protocol, Settings};
-use crate::textproto::{self, Segment};
-use crate::{AgentTool, Message, ToolCall, ToolDef, ToolRunner, prompt};
-use sanitize::ParsedCall;
+use crate::{AgentTool, Message, ToolDef, ToolRunner, prompt};
 
 /// One conversation with the model.
 pub struct Agent {
@@ -31,13 +40,23 @@ pub struct Agent {
     /// not change).
     defs: Arc<[ToolDef]>,
     workspace: PathBuf,
-    text_mode: bool,
+    /// The protocol in use: native, json or text (never auto).
+    mode: Protocol,
+    /// Under the json protocol, the field the server constrains replies
+    /// by, once known.
+    structured: Option<Structured>,
+    /// The json protocol's reply schema, made once when first needed.
+    step_schema: Option<Value>,
+    /// Where the endpoint's structured-output support is remembered.
+    endpoint_cache: Option<StateDir>,
     history: Vec<Message>,
     session: Option<Session>,
     next_text_id: u64,
     instructions: Vec<(String, String)>,
     /// Identical calls made in the current task.
     repeats: repeat::Repeats,
+    /// What the current task's calls did.
+    progress: progress::Progress,
     /// What the user asked for the current task, kept verbatim when older
     /// turns are summarized (under the text protocol the last user message
     /// is usually tool results).
@@ -69,7 +88,10 @@ impl Agent {
             t.def.parameters = prompt::schema_for_model(&t.def.parameters);
         }
         let defs = specs.iter().map(|t| t.def.clone()).collect();
-        let text_mode = settings.protocol == Protocol::Text;
+        let mode = match settings.protocol {
+            Protocol::Auto => Protocol::Native,
+            other => other,
+        };
         let window = settings.context_window;
         let mut agent = Agent {
             client,
@@ -78,12 +100,16 @@ impl Agent {
             specs,
             defs,
             workspace,
-            text_mode,
+            mode,
+            structured: None,
+            step_schema: None,
+            endpoint_cache: None,
             history: Vec::new(),
             session,
             next_text_id: 1,
             instructions: Vec::new(),
             repeats: repeat::Repeats::default(),
+            progress: progress::Progress::default(),
             request: None,
             window,
             window_probed: false,
@@ -105,8 +131,21 @@ impl Agent {
         self
     }
 
+    /// Remembers in `dir` (a cache folder of warden's own) whether the
+    /// endpoint honours a reply schema, so that it is asked once per
+    /// endpoint and model, not once per session.
+    pub fn with_endpoint_cache(mut self, dir: StateDir) -> Agent {
+        self.endpoint_cache = Some(dir);
+        self
+    }
+
+    /// The tool-call protocol in use: `native`, `json` or `text`.
+    pub fn protocol(&self) -> Protocol {
+        self.mode
+    }
+
     fn system_message(&self) -> Message {
-        let mut content = prompt::system_prompt(&self.workspace, &self.specs, self.text_mode);
+        let mut content = prompt::system_prompt(&self.workspace, &self.specs, self.mode);
         prompt::add_instructions(&mut content, &self.instructions);
         Message::System { content }
     }
@@ -158,12 +197,12 @@ impl Agent {
         Ok(())
     }
 
-    /// The tool definitions to send: none under the text protocol.
+    /// The tool definitions to send: only under native tool calling.
     fn offered(&self) -> Arc<[ToolDef]> {
-        if self.text_mode {
-            Arc::new([])
-        } else {
+        if self.mode == Protocol::Native {
             self.defs.clone()
+        } else {
+            Arc::new([])
         }
     }
 
@@ -199,6 +238,7 @@ impl Agent {
         })?;
         self.request = Some(user.to_string());
         self.repeats.reset();
+        self.progress.reset();
         Ok(())
     }
 
@@ -223,10 +263,10 @@ impl Agent {
                 return self.fail(AgentError::EmptyAnswer(completion.finish_reason));
             }
             let cut = completion.finish_reason.as_deref() == Some("length");
-            let done = if self.text_mode {
-                self.text_step(completion, cancel, on).await?
-            } else {
-                self.native_step(completion, cancel, on).await?
+            let done = match self.mode {
+                Protocol::Text => self.text_step(completion, cancel, on).await?,
+                Protocol::Json => self.json_step(completion, cancel, on).await?,
+                _ => self.native_step(completion, cancel, on).await?,
             };
             if let Some(answer) = done {
                 if cut {
@@ -239,10 +279,30 @@ impl Agent {
                 return Ok(answer);
             }
             if self.repeats.stuck() {
-                return self.fail(AgentError::Repeating);
+                return self.stuck(on);
             }
         }
         self.fail(AgentError::MaxTurns(self.settings.max_turns))
+    }
+
+    /// The task stops: the model kept repeating calls that already ran. A
+    /// task whose calls changed something is not a failure for it: the
+    /// outcome is what it changed. One that changed nothing failed.
+    fn stuck(
+        &mut self,
+        on: &mut (dyn FnMut(Event<'_>) + Send),
+    ) -> Result<String, AgentError> {
+        let changed = self.progress.changed().to_vec();
+        if changed.is_empty() {
+            return self.fail(AgentError::Repeating);
+        }
+        self.note(&AgentError::Repeating.to_string())?;
+        on(Event::Stopped { changed: &changed });
+        Ok(format!(
+            "The model stopped making progress (it kept repeating calls that had already run), \
+             so warden ended the task. What its calls changed: {}.",
+            changed.join(", ")
+        ))
     }
 
     /// Records `e` in the transcript and returns it.
@@ -267,14 +327,37 @@ impl Agent {
         let mut overflowed = false;
         loop {
             let defs = self.offered();
-            self.fit(&defs, cancel, on).await?;
+            let used = self.fit(&defs, cancel, on).await?;
+            if self.mode == Protocol::Json {
+                self.ready_json(cancel, on).await?;
+            }
             on(Event::Thinking);
-            let request = Request {
-                messages: &self.history,
-                tools: &defs,
+            // The rest of the window bounds what the server generates: a
+            // runaway generation ends there, not at a timeout.
+            let max_tokens = match self.window {
+                Some(w) if !self.specs.is_empty() => Some(w.saturating_sub(used).max(256)),
+                _ => None,
             };
+            let format = match (self.mode, &self.step_schema) {
+                (Protocol::Json, Some(schema)) => Some((
+                    self.structured.unwrap_or(Structured::ResponseFormat),
+                    schema,
+                )),
+                _ => None,
+            };
+            let request = Request {
+                format,
+                max_tokens,
+                tools_optional: self.settings.protocol == Protocol::Auto,
+                ..Request::new(&self.history, &defs)
+            };
+            // Under the json protocol the reply is an object, not prose: the
+            // answer in it is shown once read.
+            let prose = self.mode != Protocol::Json;
             let mut forward = |e: ClientEvent<'_>| match e {
-                ClientEvent::Text(t) => on(Event::Text(t)),
+                ClientEvent::Text(t) if prose => on(Event::Text(t)),
+                ClientEvent::Restart if prose => on(Event::Restart),
+                ClientEvent::Text(_) | ClientEvent::Restart => {}
                 ClientEvent::Retry {
                     attempt,
                     wait,
@@ -284,22 +367,25 @@ impl Agent {
                     wait,
                     reason: &reason,
                 }),
-                ClientEvent::Restart => on(Event::Restart),
             };
             let result = tokio::select! {
                 r = self.client.complete(request, &mut forward) => r,
                 _ = cancel.cancelled() => return Err(AgentError::Cancelled),
             };
+            let auto_native =
+                self.settings.protocol == Protocol::Auto && self.mode == Protocol::Native;
             match result {
                 Ok(c) => return Ok(c),
-                Err(ClientError::ToolsRejected { body, .. })
-                    if self.settings.protocol == Protocol::Auto && !self.text_mode =>
-                {
-                    self.text_mode = true;
-                    self.history[0] = self.system_message();
-                    let reason = format!("the endpoint rejected native tool calling ({body})");
-                    self.note(&format!("switching to the text tool protocol: {reason}"))?;
-                    on(Event::SwitchedToText { reason: &reason });
+                Err(ClientError::ToolsRejected { body, .. }) if auto_native => {
+                    let why = format!("the endpoint rejected native tool calling ({body})");
+                    self.leave_native(&why, cancel, on).await?;
+                }
+                Err(ClientError::ToolsFailing { causes, .. }) if auto_native => {
+                    let why = format!(
+                        "the server failed twice with native tools offered ({})",
+                        causes.join("; ")
+                    );
+                    self.leave_native(&why, cancel, on).await?;
                 }
                 Err(ClientError::ContextOverflow { body, .. }) if !overflowed => {
                     // The server's count is the truth: the window is at most
@@ -315,149 +401,5 @@ impl Agent {
                 Err(e) => return self.fail(e.into()),
             }
         }
-    }
-
-    /// Runs the tool calls of one model reply as a turn does, without asking
-    /// the model: what `make bench` times as the agent's own cost per call.
-    #[doc(hidden)]
-    pub async fn run_reply(
-        &mut self,
-        reply: Completion,
-        cancel: &CancellationToken,
-        on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<Option<String>, AgentError> {
-        self.native_step(reply, cancel, on).await
-    }
-
-    /// Native tool calls: returns the final answer when there are none.
-    /// Calls are kept in the history with arguments a server accepts; those
-    /// whose arguments were unusable do not run and tell the model why.
-    async fn native_step(
-        &mut self,
-        mut c: Completion,
-        cancel: &CancellationToken,
-        on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<Option<String>, AgentError> {
-        let inline = if c.tool_calls.is_empty() && self.settings.protocol == Protocol::Auto {
-            self.take_inline_calls(&mut c)
-        } else {
-            Vec::new()
-        };
-        let cut = c.finish_reason.as_deref() == Some("length");
-        let content = (!c.content.is_empty()).then(|| c.content.clone());
-        let (tool_calls, calls): (Vec<_>, Vec<ParsedCall>) = std::mem::take(&mut c.tool_calls)
-            .into_iter()
-            .map(sanitize::parse)
-            .chain(inline)
-            .unzip();
-        self.push(Message::Assistant {
-            content,
-            tool_calls,
-        })?;
-        if calls.is_empty() {
-            return Ok(Some(c.content));
-        }
-        let results = self.run_calls(&calls, cut, cancel, on).await?;
-        for (call, result) in calls.iter().zip(&results) {
-            let content = match result {
-                Some(r) => r.output.clone(),
-                None => "error: the call was cancelled by the user".to_string(),
-            };
-            self.push(Message::Tool {
-                tool_call_id: call.id.clone(),
-                content,
-            })?;
-        }
-        if cancel.is_cancelled() {
-            return Err(AgentError::Cancelled);
-        }
-        Ok(None)
-    }
-
-    /// Under `protocol = "auto"`, a reply whose text is a tool call (bare
-    /// JSON, fences or `<tool_call>` tags ending it) becomes that call:
-    /// small models write them so when the server's parser misses their
-    /// format. A fence or tag with prose after it is an example, not a call.
-    fn take_inline_calls(&mut self, c: &mut Completion) -> Vec<(ToolCall, ParsedCall)> {
-        let known = |name: &str| self.specs.iter().any(|t| t.def.name == name);
-        let Some((prose, found)) = textproto::inline_calls(&c.content, &known) else {
-            return Vec::new();
-        };
-        c.content = prose;
-        found
-            .into_iter()
-            .map(|(name, args)| {
-                let id = format!("inline-{}", self.next_text_id);
-                self.next_text_id += 1;
-                let args = serde_json::Value::Object(args);
-                // The history keeps it as a native call: its text, written
-                // from the value.
-                let call = ToolCall::new(id.clone(), name.clone(), args.to_string());
-                (call, sanitize::made(id, name, args))
-            })
-            .collect()
-    }
-
-    /// Text protocol: calls are parsed from the reply; results go back as a
-    /// user message.
-    async fn text_step(
-        &mut self,
-        c: Completion,
-        cancel: &CancellationToken,
-        on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<Option<String>, AgentError> {
-        self.push(Message::Assistant {
-            content: Some(c.content.clone()),
-            tool_calls: Vec::new(),
-        })?;
-        let specs = self.specs.clone();
-        let params = |name: &str| -> Option<Vec<String>> {
-            let t = specs.iter().find(|t| t.def.name == name)?;
-            Some(textproto::param_names(&t.def.parameters))
-        };
-        let mut calls = Vec::new();
-        let mut malformed = Vec::new();
-        for segment in textproto::parse(&c.content, &params) {
-            match segment {
-                Segment::Call(call) => {
-                    let id = format!("text-{}", self.next_text_id);
-                    self.next_text_id += 1;
-                    calls.push(sanitize::made(id, call.name, call.arguments));
-                }
-                Segment::Malformed { raw, error } => malformed.push((raw, error)),
-                Segment::Text(_) => {}
-            }
-        }
-        if calls.is_empty() && malformed.is_empty() {
-            return Ok(Some(c.content));
-        }
-        let results = self.run_calls(&calls, false, cancel, on).await?;
-        let mut body = String::new();
-        if !calls.is_empty() {
-            let named: Vec<(String, Result<String, String>)> = calls
-                .iter()
-                .zip(&results)
-                .map(|(call, r)| {
-                    let out = match r {
-                        Some(r) if r.ok => Ok(r.output.clone()),
-                        Some(r) => Err(r.output.clone()),
-                        None => Err("the call was cancelled by the user".into()),
-                    };
-                    (call.name.clone(), out)
-                })
-                .collect();
-            body.push_str(&textproto::results_message(&named));
-        }
-        if !malformed.is_empty() {
-            if !body.is_empty() {
-                body.push_str("\n\n");
-            }
-            body.push_str(&textproto::malformed_message(&malformed));
-        }
-        self.push(Message::User { content: body })?;
-        if cancel.is_cancelled() {
-            return Err(AgentError::Cancelled);
-        }
-        Ok(None)
     }
 }

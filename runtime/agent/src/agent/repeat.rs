@@ -1,8 +1,8 @@
 //! Identical calls repeated within one task: a small model that has done its
 //! edit may make it again and again until the turn limit. The same call
-//! (same tool, same arguments) runs at most twice; a third is answered with
-//! a reminder that its result is already there, and a model that ignores
-//! the reminder ends the task.
+//! (same tool, same arguments, nothing changed since) runs at most twice; a
+//! third is answered with the earlier result, not run, and a model that
+//! keeps repeating ends the task.
 
 use std::sync::Arc;
 
@@ -17,8 +17,26 @@ const MAX_REFUSALS: u32 = 2;
 /// The calls made so far in this task.
 #[derive(Debug, Default)]
 pub(super) struct Repeats {
-    runs: Vec<(String, Arc<Value>, u32)>,
+    runs: Vec<Run>,
     refusals: u32,
+}
+
+/// A call made in this task: how often, and what it last returned.
+#[derive(Debug)]
+struct Run {
+    name: String,
+    args: Arc<Value>,
+    count: u32,
+    output: String,
+}
+
+/// A call that already ran [`MAX_RUNS`] times, answered without running.
+#[derive(Debug)]
+pub(super) struct Repeat {
+    /// How many times it ran.
+    pub runs: u32,
+    /// What it returned the last time.
+    pub earlier: String,
 }
 
 impl Repeats {
@@ -28,24 +46,22 @@ impl Repeats {
         self.refusals = 0;
     }
 
-    /// The reminder for a call already run [`MAX_RUNS`] times, or `None`
-    /// when it may run. Arguments compare as JSON values, so key order and
-    /// spacing do not matter.
-    pub fn refuse(&mut self, name: &str, args: &Value) -> Option<String> {
-        let runs = self
+    /// The earlier result of a call already run [`MAX_RUNS`] times, or
+    /// `None` when it may run. Arguments compare as JSON values, so key
+    /// order and spacing do not matter.
+    pub fn repeat(&mut self, name: &str, args: &Value) -> Option<Repeat> {
+        let run = self
             .runs
             .iter()
-            .find(|(n, a, _)| n == name && **a == *args)
-            .map_or(0, |r| r.2);
-        if runs < MAX_RUNS {
+            .find(|r| r.name == name && *r.args == *args)?;
+        if run.count < MAX_RUNS {
             return None;
         }
         self.refusals += 1;
-        Some(format!(
-            "error: not run: `{name}` was already called {runs} times with exactly these \
-             arguments in this task, and its result is in the conversation above. Do not \
-             repeat it: use that result, and if the task is done, answer the user now."
-        ))
+        Some(Repeat {
+            runs: run.count,
+            earlier: run.output.clone(),
+        })
     }
 
     /// Whether the model ignored the reminders: the task should stop.
@@ -53,19 +69,28 @@ impl Repeats {
         self.refusals > MAX_REFUSALS
     }
 
-    /// Counts a call that ran. A call that changed state makes the other
-    /// calls worth making again (a read after a write): their counts restart.
-    pub fn ran(&mut self, name: &str, args: &Arc<Value>, mutated: bool) {
+    /// Counts a call that ran, with what it returned. A call that changed
+    /// state makes the other calls worth making again (a read after a
+    /// write): their counts restart.
+    pub fn ran(&mut self, name: &str, args: &Arc<Value>, mutated: bool, output: &str) {
         if mutated {
-            self.runs.retain(|(n, a, _)| n == name && **a == **args);
+            self.runs.retain(|r| r.name == name && *r.args == **args);
         }
         match self
             .runs
             .iter_mut()
-            .find(|(n, a, _)| n == name && **a == **args)
+            .find(|r| r.name == name && *r.args == **args)
         {
-            Some(r) => r.2 += 1,
-            None => self.runs.push((name.to_string(), args.clone(), 1)),
+            Some(r) => {
+                r.count += 1;
+                r.output = output.to_string();
+            }
+            None => self.runs.push(Run {
+                name: name.to_string(),
+                args: args.clone(),
+                count: 1,
+                output: output.to_string(),
+            }),
         }
     }
 }
@@ -79,34 +104,37 @@ mod tests {
     }
 
     #[test]
-    fn the_third_identical_call_is_refused() {
+    fn the_third_identical_call_gets_the_earlier_result() {
         let mut r = Repeats::default();
-        for _ in 0..2 {
+        for i in 0..2 {
             assert!(
-                r.refuse("write_file", &v(r#"{"path":"a","content":"x"}"#))
+                r.repeat("write_file", &v(r#"{"path":"a","content":"x"}"#))
                     .is_none()
             );
-            r.ran("write_file", &v(r#"{"path":"a","content":"x"}"#), true);
+            let out = format!("wrote 1 byte ({i})");
+            r.ran("write_file", &v(r#"{"path":"a","content":"x"}"#), true, &out);
         }
-        let refused = r.refuse("write_file", &v(r#"{ "content":"x", "path":"a" }"#));
-        assert!(refused.unwrap().contains("already called 2 times"));
+        let repeat = r
+            .repeat("write_file", &v(r#"{ "content":"x", "path":"a" }"#))
+            .unwrap();
+        assert_eq!((repeat.runs, repeat.earlier.as_str()), (2, "wrote 1 byte (1)"));
         assert!(
-            r.refuse("write_file", &v(r#"{"path":"b","content":"x"}"#))
+            r.repeat("write_file", &v(r#"{"path":"b","content":"x"}"#))
                 .is_none()
         );
         assert!(!r.stuck());
-        r.refuse("write_file", &v(r#"{"path":"a","content":"x"}"#));
-        r.refuse("write_file", &v(r#"{"path":"a","content":"x"}"#));
+        r.repeat("write_file", &v(r#"{"path":"a","content":"x"}"#));
+        r.repeat("write_file", &v(r#"{"path":"a","content":"x"}"#));
         assert!(r.stuck());
     }
 
     #[test]
     fn a_change_allows_reading_again() {
         let mut r = Repeats::default();
-        r.ran("read_file", &v(r#"{"path":"a"}"#), false);
-        r.ran("read_file", &v(r#"{"path":"a"}"#), false);
-        assert!(r.refuse("read_file", &v(r#"{"path":"a"}"#)).is_some());
-        r.ran("edit_file", &v(r#"{"path":"a"}"#), true);
-        assert!(r.refuse("read_file", &v(r#"{"path":"a"}"#)).is_none());
+        r.ran("read_file", &v(r#"{"path":"a"}"#), false, "a");
+        r.ran("read_file", &v(r#"{"path":"a"}"#), false, "a");
+        assert!(r.repeat("read_file", &v(r#"{"path":"a"}"#)).is_some());
+        r.ran("edit_file", &v(r#"{"path":"a"}"#), true, "edited");
+        assert!(r.repeat("read_file", &v(r#"{"path":"a"}"#)).is_none());
     }
 }

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::error::excerpt;
 use super::request::describe;
-use super::retry::{Failure, parse_retry_after, retryable_status};
+use super::retry::{Failure, parse_retry_after};
+use super::verdict::{self, Verdict};
 use super::{Client, ClientError, ClientEvent, Completion};
 
 /// Sends the request once and reads the whole answer. Until the answer
@@ -165,34 +166,31 @@ async fn status_failure(client: &Client, resp: reqwest::Response, tools_sent: bo
         _ => String::new(),
     };
     let body = excerpt(&text, client.cfg.api_key.as_deref());
-    if matches!(status, 400 | 413 | 422) && overflows_context(&text) {
-        return Failure::fatal(ClientError::ContextOverflow {
+    let verdict = verdict::judge(status, &text, tools_sent);
+    match verdict {
+        Verdict::Overflow => Failure::fatal(ClientError::ContextOverflow {
             endpoint,
             status,
             body,
-        });
-    }
-    if tools_sent && matches!(status, 400 | 404 | 422) && rejects_tools(&text) {
-        return Failure::fatal(ClientError::ToolsRejected {
+        }),
+        Verdict::ToolsRejected => Failure::fatal(ClientError::ToolsRejected {
             endpoint,
             status,
             body,
-        });
-    }
-    let tool_parse = tools_sent && status == 500 && fails_tool_parsing(&text);
-    let error = ClientError::Status {
-        endpoint,
-        status,
-        body,
-        hint: status_hint(&client.cfg, status),
-        attempts: 0,
-        earlier: Vec::new(),
-    };
-    Failure {
-        error,
-        retry: retryable_status(status),
-        retry_after,
-        tool_parse,
+        }),
+        Verdict::Retry | Verdict::Fatal => Failure {
+            error: ClientError::Status {
+                endpoint,
+                status,
+                body,
+                hint: status_hint(&client.cfg, status),
+                attempts: 0,
+                earlier: Vec::new(),
+            },
+            retry: verdict == Verdict::Retry,
+            retry_after,
+            tools_failure: verdict::fails_tools(status, tools_sent),
+        },
     }
 }
 
@@ -211,56 +209,6 @@ pub(crate) fn status_hint(cfg: &super::ClientConfig, status: u16) -> String {
         ),
         _ => String::new(),
     }
-}
-
-/// Whether an error body says the prompt does not fit the context window
-/// (OpenAI `context_length_exceeded`, vLLM "maximum context length",
-/// llama.cpp "exceeds the available context size", …).
-pub(crate) fn overflows_context(body: &str) -> bool {
-    let body = body.to_lowercase();
-    [
-        "context length",
-        "context_length",
-        "context window",
-        "context size",
-        "maximum context",
-        "too many tokens",
-        "prompt is too long",
-        "exceed_context",
-    ]
-    .iter()
-    .any(|m| body.contains(m))
-}
-
-/// Whether a 500 says the server could not parse the model's tool call
-/// (llama.cpp "Failed to parse tool call arguments as JSON", …): one retry
-/// may get a better-formed call; a second failure means the server's
-/// tool-call parser does not suit this model.
-pub(crate) fn fails_tool_parsing(body: &str) -> bool {
-    let body = body.to_lowercase();
-    ["tool call", "tool_call", "function call"]
-        .iter()
-        .any(|m| body.contains(m))
-        && body.contains("pars")
-}
-
-/// Whether an error body says the server cannot take `tools` (llama.cpp
-/// without `--jinja`, Ollama "does not support tools", vLLM without a tool
-/// parser, DeepSeek "does not support Function Calling", …). Complaints
-/// about the conversation's tool messages mention tools too, but switching
-/// protocols would not fix them.
-fn rejects_tools(body: &str) -> bool {
-    let body = body.to_lowercase();
-    let mentions = body.contains("tool") || body.contains("function");
-    let about_messages = [
-        "tool_call_id",
-        "role 'tool'",
-        "role \"tool\"",
-        "tool message",
-    ]
-    .iter()
-    .any(|m| body.contains(m));
-    mentions && !about_messages
 }
 
 /// The error of a request that got no response head.

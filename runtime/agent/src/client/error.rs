@@ -28,8 +28,9 @@ pub enum ClientError {
     },
     /// No connection (`"connect"`), no response head (`"response"`), no
     /// stream chunk (`"stream"`) within `after`, or no answer within the
-    /// request's deadline (`"request"`).
-    #[error("{endpoint}: {what} timed out after {}{}{}", Secs(*.after), Attempts(*.attempts, .earlier), deadline_hint(.what))]
+    /// request's deadline (`"request"`). The message says what the silence
+    /// means and which setting to raise.
+    #[error("{endpoint}: {what} timed out after {}{}{}", Secs(*.after), Attempts(*.attempts, .earlier), timeout_hint(.what))]
     Timeout {
         endpoint: String,
         what: &'static str,
@@ -63,6 +64,16 @@ pub enum ClientError {
         status: u16,
         body: String,
     },
+    /// The server failed twice on requests offering native tool calls (an
+    /// error status of 500 or more, an error sent in the stream, a reply
+    /// cut in a call): the caller should stop offering them. `causes` are
+    /// the failures, in order. Only for a request that said it can do
+    /// without tools.
+    #[error(
+        "{endpoint} failed twice while the model answered with native tools offered ({})",
+        .causes.join("; ")
+    )]
+    ToolsFailing { endpoint: String, causes: Vec<String> },
     /// The request does not fit in the model's context window (a 400 saying
     /// so): the conversation must be shortened. Never retried as is.
     #[error(
@@ -118,6 +129,7 @@ impl ClientError {
                 *earlier = causes;
             }
             ClientError::ToolsRejected { .. }
+            | ClientError::ToolsFailing { .. }
             | ClientError::ContextOverflow { .. }
             | ClientError::NotOpenAi { .. }
             | ClientError::Malformed { .. } => {}
@@ -139,6 +151,7 @@ impl ClientError {
             ClientError::Stream { reason, .. } | ClientError::Malformed { reason, .. } => {
                 reason.clone()
             }
+            ClientError::ToolsFailing { causes, .. } => causes.join("; "),
             ClientError::NotOpenAi { found, .. } => {
                 format!("not an OpenAI-compatible answer: {found}")
             }
@@ -146,12 +159,21 @@ impl ClientError {
     }
 }
 
-/// What to change when the whole request ran out of time.
-fn deadline_hint(what: &str) -> &'static str {
-    if what == "request" {
-        " (raise `request_timeout` in [model] for a slow server)"
-    } else {
-        ""
+/// What a silence means, and what to change.
+fn timeout_hint(what: &str) -> &'static str {
+    match what {
+        "request" => " (raise `request_timeout` in [model] for a slow server)",
+        // The server took the request and went quiet mid-answer.
+        "stream" => {
+            ": the server sent nothing for that long while the model was answering (llama-server \
+             sends nothing while the model writes a tool call); raise `idle_timeout` in [model] \
+             if its calls take longer"
+        }
+        "response" => {
+            ": no answer began in that time (the server is busy, or, without streaming, \
+             generates the whole answer first); raise `idle_timeout` in [model] for a slow model"
+        }
+        _ => "",
     }
 }
 

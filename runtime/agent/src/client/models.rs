@@ -1,5 +1,8 @@
-//! The model's context window as the server reports it in `/models`
-//! (vLLM `max_model_len`, OpenRouter and LM Studio `context_length`, …).
+//! The server's model list, and the model's context window as the server
+//! reports it in `/models` (vLLM `max_model_len`, OpenRouter and LM Studio
+//! `context_length`, …), or, for llama-server, which lists only the
+//! model's training context there, in its `/props`
+//! (`default_generation_settings.n_ctx`, the context of one slot).
 
 use std::time::{Duration, Instant};
 
@@ -29,11 +32,25 @@ pub struct ListedModel {
 
 impl Client {
     /// The context window of the configured model according to the
-    /// server's `/models`, or `None` when it does not say (or does not
-    /// answer within a few seconds). Never an error: the window is only a
-    /// hint, and a context-length error from the server is handled anyway.
+    /// server's `/models`, else llama-server's `/props`, or `None` when
+    /// neither says (or answers within a few seconds). Never an error: the
+    /// window is only a hint, and a context-length error from the server
+    /// is handled anyway.
     pub async fn context_window(&self) -> Option<u64> {
-        window_of(&self.model_list().await.ok()?, &self.cfg.model)
+        if let Ok(list) = self.model_list().await
+            && let Some(window) = window_of(&list, &self.cfg.model)
+        {
+            return Some(window);
+        }
+        // llama-server serves `/props` at its root, beside `/v1`.
+        let api = self.api_path();
+        let root = api.strip_suffix("/v1").unwrap_or(&api);
+        self.get_json(&format!("{root}/props"))
+            .await
+            .ok()?
+            .pointer("/default_generation_settings/n_ctx")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
     }
 
     /// The models the server lists (`GET /models`), in its order.
@@ -65,17 +82,29 @@ impl Client {
         )
     }
 
-    /// The body of `GET /models`, within the connect timeout and 5 s more
-    /// for each of the answer's head and body.
+    /// The body of `GET /models`.
     async fn model_list(&self) -> Result<Value, ClientError> {
+        self.get_json(&format!("{}/models", self.api_path())).await
+    }
+
+    /// The path of the API, where `/chat/completions` and `/models` are.
+    fn api_path(&self) -> String {
+        self.url
+            .path()
+            .trim_end_matches("/chat/completions")
+            .to_string()
+    }
+
+    /// The JSON body of `GET path` on the server, within the connect
+    /// timeout and 5 s more for each of the answer's head and body.
+    async fn get_json(&self, path: &str) -> Result<Value, ClientError> {
         let mut url = self.url.clone();
-        let path = url.path().trim_end_matches("/chat/completions").to_string();
-        url.set_path(&format!("{path}/models"));
+        url.set_path(path);
         let mut req = self.http.get(url).header(ACCEPT, "application/json");
         if let Some(key) = &self.cfg.api_key {
             req = req.bearer_auth(key);
         }
-        let endpoint = self.models_endpoint();
+        let endpoint = super::redact_url(url.as_str());
         let wait = self.cfg.connect_timeout + Duration::from_secs(5);
         let deadline = Instant::now() + 2 * wait;
         let (status, text) = super::once::once(&endpoint, req, wait, deadline).await?;

@@ -2,14 +2,16 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use reqwest::Url;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::retry::{self, Failure};
 use super::shown::Shown;
-use super::{ClientConfig, ClientError, ClientEvent, Completion, Request};
+use super::{ClientConfig, ClientError, ClientEvent, Completion, Request, Structured};
 use crate::{Message, ToolDef};
 
 /// A chat-completions client for one server and model.
@@ -21,6 +23,9 @@ pub struct Client {
     /// The same URL as shown in errors: without user info or query, which
     /// may hold credentials.
     pub(crate) endpoint: String,
+    /// The server refused `max_tokens` once (OpenAI's reasoning models
+    /// want another field): it is not sent again.
+    no_max_tokens: AtomicBool,
 }
 
 impl fmt::Debug for Client {
@@ -66,35 +71,52 @@ impl Client {
             cfg,
             url,
             endpoint: shown.to_string(),
+            no_max_tokens: AtomicBool::new(false),
         })
+    }
+
+    /// The configuration this client was made with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// The endpoint as shown to the user (no credentials).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     /// Asks for the next assistant message, reporting text as it streams in
     /// and each retry before its pause.
     ///
-    /// Connection errors, timeouts, 408/409/429/5xx, cut streams and error
-    /// events in a stream are retried up to `max_attempts` in total, and
-    /// while the `request_timeout` deadline is not reached; other errors
-    /// return at once. A server that twice fails to parse the model's tool
-    /// call gives [`ClientError::ToolsRejected`]. Text is reported once: a
-    /// retried answer is reported from where the earlier attempt stopped.
+    /// Connection errors, timeouts, 408/409/429/5xx (as a status, or as the
+    /// code of an error the server sends in the stream), and cut streams
+    /// are retried up to `max_attempts` in total, and while the
+    /// `request_timeout` deadline is not reached; other errors return at
+    /// once. With [`Request::tools_optional`], the second failure of the
+    /// server on a request carrying tools gives
+    /// [`ClientError::ToolsFailing`]. Text is reported once: a retried
+    /// answer is reported from where the earlier attempt stopped.
     pub async fn complete(
         &self,
         req: Request<'_>,
         on_event: &mut (dyn FnMut(ClientEvent<'_>) + Send),
     ) -> Result<Completion, ClientError> {
-        let body = request_body(&self.cfg, &req)
-            .map(bytes::Bytes::from)
-            .map_err(|e| ClientError::Malformed {
-                endpoint: self.endpoint.clone(),
-                reason: format!("cannot encode the request: {e}"),
-            })?;
+        let encode = |max_tokens: bool| {
+            request_body(&self.cfg, &req, max_tokens)
+                .map(bytes::Bytes::from)
+                .map_err(|e| ClientError::Malformed {
+                    endpoint: self.endpoint.clone(),
+                    reason: format!("cannot encode the request: {e}"),
+                })
+        };
+        let mut max_tokens = req.max_tokens.is_some() && !self.no_max_tokens.load(Ordering::Relaxed);
+        let mut body = encode(max_tokens)?;
         let tools_sent = !req.tools.is_empty();
         let max_attempts = self.cfg.max_attempts.max(1);
         let deadline = Instant::now() + self.cfg.request_timeout;
         let mut shown = Shown::default();
         let mut causes: Vec<String> = Vec::new();
-        let mut tool_parse_failures = 0;
+        let mut tools_failures = Vec::new();
         let mut attempt = 1;
         loop {
             shown.restart();
@@ -109,22 +131,24 @@ impl Client {
                 error,
                 retry,
                 retry_after,
-                tool_parse,
+                tools_failure,
             } = match outcome {
                 Ok(completion) => return Ok(completion),
                 Err(failure) => failure,
             };
-            if tool_parse {
-                tool_parse_failures += 1;
-                if tool_parse_failures >= 2 {
-                    let (status, body) = match &error {
-                        ClientError::Status { status, body, .. } => (*status, body.clone()),
-                        other => (500, other.brief()),
-                    };
-                    return Err(ClientError::ToolsRejected {
+            if max_tokens && super::verdict::refuses_max_tokens(&error) {
+                // Not an attempt of the request: the same one without it.
+                self.no_max_tokens.store(true, Ordering::Relaxed);
+                max_tokens = false;
+                body = encode(false)?;
+                continue;
+            }
+            if tools_failure && req.tools_optional {
+                tools_failures.push(error.brief());
+                if tools_failures.len() >= 2 {
+                    return Err(ClientError::ToolsFailing {
                         endpoint: self.endpoint.clone(),
-                        status,
-                        body,
+                        causes: tools_failures,
                     });
                 }
             }
@@ -148,15 +172,37 @@ impl Client {
 }
 
 /// The JSON body: `model`, `messages`, `tools` (only when there are some),
-/// `stream`, and `stream_options.include_usage` so that streamed answers
-/// report token counts too. Serialized from the borrowed conversation, in
-/// one pass, with nothing copied but user messages in a row (see
-/// [`Messages`]).
-pub(crate) fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> serde_json::Result<Vec<u8>> {
+/// the reply's schema (`response_format` or `format`) and `max_tokens`
+/// when asked for (and `max_tokens` allowed), `stream`, and
+/// `stream_options.include_usage` so that streamed answers report token
+/// counts too. Serialized from the borrowed conversation, in one pass,
+/// with nothing copied but user messages in a row (see [`Messages`]).
+pub(crate) fn request_body(
+    cfg: &ClientConfig,
+    req: &Request<'_>,
+    max_tokens: bool,
+) -> serde_json::Result<Vec<u8>> {
+    let (response_format, format) = match req.format {
+        Some((Structured::ResponseFormat, schema)) => (
+            Some(ResponseFormat {
+                kind: "json_schema",
+                json_schema: JsonSchema {
+                    name: "reply",
+                    schema,
+                },
+            }),
+            None,
+        ),
+        Some((Structured::Format, schema)) => (None, Some(schema)),
+        None => (None, None),
+    };
     serde_json::to_vec(&Body {
         model: &cfg.model,
         messages: Messages(req.messages),
         tools: Tools(req.tools),
+        response_format,
+        format,
+        max_tokens: req.max_tokens.filter(|_| max_tokens),
         stream: cfg.stream,
         stream_options: cfg.stream.then_some(StreamOptions {
             include_usage: true,
@@ -170,9 +216,29 @@ struct Body<'a> {
     messages: Messages<'a>,
     #[serde(skip_serializing_if = "Tools::is_empty")]
     tools: Tools<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+}
+
+/// `{"type": "json_schema", "json_schema": {"name": …, "schema": …}}`.
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchema<'a> {
+    name: &'static str,
+    schema: &'a Value,
 }
 
 /// The conversation as sent. User messages in a row (a turn whose request
@@ -303,11 +369,8 @@ mod tests {
             let mut cfg = ClientConfig::new("http://localhost/v1", "m");
             cfg.stream = stream;
             for tools in [&tools[..], &[]] {
-                let req = Request {
-                    messages: &messages,
-                    tools,
-                };
-                let bytes = request_body(&cfg, &req).unwrap();
+                let req = Request::new(&messages, tools);
+                let bytes = request_body(&cfg, &req, true).unwrap();
                 assert_eq!(
                     String::from_utf8(bytes.clone()).unwrap(),
                     String::from_utf8(through_value(&cfg, &req)).unwrap()
@@ -316,6 +379,34 @@ mod tests {
                 assert_eq!(v.get("tools").is_some(), !tools.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn a_reply_schema_goes_in_the_field_the_server_takes_with_the_bound() {
+        let messages = [Message::User {
+            content: "hi".into(),
+        }];
+        let schema = json!({"type": "object"});
+        let cfg = ClientConfig::new("http://localhost/v1", "m");
+        let body = |form, max_tokens| {
+            let req = Request {
+                format: Some((form, &schema)),
+                max_tokens: Some(100),
+                ..Request::new(&messages, &[])
+            };
+            let bytes = request_body(&cfg, &req, max_tokens).unwrap();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        };
+        let v = body(Structured::ResponseFormat, true);
+        assert_eq!(
+            v["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}})
+        );
+        assert_eq!(v["max_tokens"], 100);
+        assert!(v.get("format").is_none());
+        let v = body(Structured::Format, false);
+        assert_eq!(v["format"], schema);
+        assert!(v.get("response_format").is_none() && v.get("max_tokens").is_none());
     }
 
     #[test]
@@ -335,11 +426,8 @@ mod tests {
             user("alone"),
         ];
         let cfg = ClientConfig::new("http://localhost/v1", "m");
-        let req = Request {
-            messages: &messages,
-            tools: &[],
-        };
-        let v: Value = serde_json::from_slice(&request_body(&cfg, &req).unwrap()).unwrap();
+        let req = Request::new(&messages, &[]);
+        let v: Value = serde_json::from_slice(&request_body(&cfg, &req, true).unwrap()).unwrap();
         assert_eq!(
             v["messages"],
             json!([

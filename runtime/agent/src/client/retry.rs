@@ -15,8 +15,9 @@ pub(crate) struct Failure {
     pub retry: bool,
     /// The server's `Retry-After`, when it sent one.
     pub retry_after: Option<Duration>,
-    /// The server could not parse the model's tool call (retried once only).
-    pub tool_parse: bool,
+    /// The server failed a request that carried tools, in a way that
+    /// counts against native tool calls (see [`super::verdict::fails_tools`]).
+    pub tools_failure: bool,
 }
 
 impl Failure {
@@ -26,7 +27,7 @@ impl Failure {
             error,
             retry: true,
             retry_after: None,
-            tool_parse: false,
+            tools_failure: false,
         }
     }
 
@@ -36,15 +37,9 @@ impl Failure {
             error,
             retry: false,
             retry_after: None,
-            tool_parse: false,
+            tools_failure: false,
         }
     }
-}
-
-/// Statuses worth retrying: timeout, conflict (some gateways use it for
-/// "busy"), rate limit, and server-side errors.
-pub(crate) fn retryable_status(status: u16) -> bool {
-    matches!(status, 408 | 409 | 429 | 500..=599)
 }
 
 /// The pause before the attempt after failed attempt number `failed`

@@ -14,6 +14,7 @@ use super::error::{server_message, truncate};
 use super::events::{Decoder, Event};
 use super::reply::{arguments, finish_reason, string, unique_ids, usage};
 use super::retry::Failure;
+use super::verdict::{self, Verdict};
 use super::{Client, ClientError, ClientEvent, Completion};
 use crate::{ToolCall, Usage};
 
@@ -28,9 +29,11 @@ const AFTER_FINISH: Duration = Duration::from_secs(2);
 /// after `deadline`. A stream that stops before `[DONE]` is accepted once a
 /// `finish_reason` was seen (some servers drop the connection right after
 /// it, or go quiet: then [`AFTER_FINISH`] is waited, not `idle`); otherwise
-/// it is a cut stream, worth a retry. So is an error the server reports
-/// mid-stream (an `error` object in a chunk, an `error` event, or
-/// llama.cpp's `error:` line): its message is what the user sees.
+/// it is a cut stream, worth a retry (and, cut in a tool call, a failure
+/// of native tool calls). An error the server reports mid-stream (an
+/// `error` object in a chunk, an `error` event, or llama.cpp's `error:`
+/// line) is judged as the status its code stands for: retried or not as
+/// that status would be; its message is what the user sees.
 pub(crate) async fn read(
     client: &Client,
     resp: reqwest::Response,
@@ -46,23 +49,37 @@ pub(crate) async fn read(
         attempts: 0,
         earlier: Vec::new(),
     };
-    let server_error = |message: &str| {
-        if super::attempt::overflows_context(message) {
-            return Failure::fatal(ClientError::ContextOverflow {
-                endpoint: endpoint.to_string(),
-                status: 200,
-                body: truncate(message, 400),
-            });
-        }
-        Failure {
-            tool_parse: tools_sent && super::attempt::fails_tool_parsing(message),
-            ..Failure::transient(stream_error(Stop::Server(message.to_string()).to_string()))
+    let server_error = |(status, message): (u16, String)| {
+        let body = truncate(&message, 400);
+        let endpoint = endpoint.to_string();
+        match verdict::judge(status, &message, tools_sent) {
+            Verdict::Overflow => Failure::fatal(ClientError::ContextOverflow {
+                endpoint,
+                status,
+                body,
+            }),
+            Verdict::ToolsRejected => Failure::fatal(ClientError::ToolsRejected {
+                endpoint,
+                status,
+                body,
+            }),
+            v => Failure {
+                error: stream_error(Stop::Server((status, message)).to_string()),
+                retry: v == Verdict::Retry,
+                retry_after: None,
+                tools_failure: verdict::fails_tools(status, tools_sent),
+            },
         }
     };
-    let fail = |stop: Stop| match stop {
-        Stop::Server(message) => server_error(&message),
+    // A stream cut while a tool call was coming counts against native calls.
+    let cut = |reason: String, in_call: bool| Failure {
+        tools_failure: tools_sent && in_call,
+        ..Failure::transient(stream_error(reason))
+    };
+    let fail = |stop: Stop, in_call: bool| match stop {
+        Stop::Server(error) => server_error(error),
         Stop::Malformed(_) => Failure::fatal(stream_error(stop.to_string())),
-        Stop::Cut => Failure::transient(stream_error(stop.to_string())),
+        Stop::Cut => cut(stop.to_string(), in_call),
     };
     let mut body = resp.bytes_stream();
     let mut reading = Reading::default();
@@ -84,8 +101,8 @@ pub(crate) async fn read(
             Ok(next) => next,
             Err(_) if reading.finished() => return Ok(reading.finish()),
             Err(what) => {
-                if let Some(message) = reading.take_error() {
-                    return Err(server_error(&message));
+                if let Some(error) = reading.take_error() {
+                    return Err(server_error(error));
                 }
                 return Err(Failure::transient(ClientError::Timeout {
                     endpoint: endpoint.to_string(),
@@ -104,19 +121,22 @@ pub(crate) async fn read(
             Some(Ok(bytes)) => match reading.feed(&bytes, on_event) {
                 Ok(None) => {}
                 Ok(Some(done)) => return Ok(done),
-                Err(stop) => return Err(fail(stop)),
+                Err(stop) => return Err(fail(stop, reading.in_call())),
             },
             Some(Err(e)) => {
                 if reading.finished() {
                     return Ok(reading.finish());
                 }
-                if let Some(message) = reading.take_error() {
-                    return Err(server_error(&message));
+                if let Some(error) = reading.take_error() {
+                    return Err(server_error(error));
                 }
                 let reason = format!("stream cut: {}", super::request::describe(&e));
-                return Err(Failure::transient(stream_error(reason)));
+                return Err(cut(reason, reading.in_call()));
             }
-            None => return reading.end().map_err(fail),
+            None => {
+                let in_call = reading.in_call();
+                return reading.end().map_err(|stop| fail(stop, in_call));
+            }
         }
     }
 }
@@ -143,8 +163,9 @@ pub fn read_sse_body<B: AsRef<[u8]>>(
 /// Why a stream gives no answer.
 #[derive(Debug)]
 enum Stop {
-    /// The server said it failed (its message).
-    Server(String),
+    /// The server said it failed: the status its error stands for, and
+    /// its message.
+    Server((u16, String)),
     /// A chunk that is not JSON.
     Malformed(String),
     /// The body ended before the answer did.
@@ -154,8 +175,8 @@ enum Stop {
 impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Stop::Server(message) => {
-                write!(f, "server error in stream: {}", truncate(message, 400))
+            Stop::Server((status, message)) => {
+                write!(f, "server error in stream ({status}): {}", truncate(message, 400))
             }
             Stop::Malformed(reason) => f.write_str(reason),
             Stop::Cut => f.write_str("stream ended before [DONE] and without a finish_reason"),
@@ -181,11 +202,14 @@ impl Reading {
         self.asm.started()
     }
 
-    /// The message of the last `error:` line not yet taken.
-    fn take_error(&mut self) -> Option<String> {
-        self.decoder
-            .take_error()
-            .map(|payload| message_of(&payload))
+    /// Whether a tool call was coming: a stream that stops now is cut in it.
+    fn in_call(&self) -> bool {
+        self.asm.in_call()
+    }
+
+    /// The status and message of the last `error:` line not yet taken.
+    fn take_error(&mut self) -> Option<(u16, String)> {
+        self.decoder.take_error().map(|payload| error_of(&payload))
     }
 
     /// Handles the next piece of the body; the answer once `[DONE]` came.
@@ -199,14 +223,14 @@ impl Reading {
         for event in events.drain(..) {
             let data = event.data.trim();
             if event.event == "error" {
-                return Err(Stop::Server(message_of(data)));
+                return Err(Stop::Server(error_of(data)));
             }
             if data == "[DONE]" {
                 // llama.cpp ends with `[DONE]` after its `error:` line too.
                 if !self.asm.finished()
-                    && let Some(message) = self.take_error()
+                    && let Some(error) = self.take_error()
                 {
-                    return Err(Stop::Server(message));
+                    return Err(Stop::Server(error));
                 }
                 return Ok(Some(std::mem::take(&mut self.asm).finish()));
             }
@@ -217,7 +241,7 @@ impl Reading {
                 Stop::Malformed(format!("malformed chunk ({e}): {}", truncate(data, 200)))
             })?;
             if chunk.get("error").is_some_and(|e| !e.is_null()) {
-                return Err(Stop::Server(server_message(&chunk).unwrap_or_default()));
+                return Err(Stop::Server(error_in(&chunk)));
             }
             self.asm.push(&chunk, on_event);
         }
@@ -231,7 +255,7 @@ impl Reading {
             return Ok(self.finish());
         }
         match self.take_error() {
-            Some(message) => Err(Stop::Server(message)),
+            Some(error) => Err(Stop::Server(error)),
             None => Err(Stop::Cut),
         }
     }
@@ -241,14 +265,25 @@ impl Reading {
     }
 }
 
-/// The message of an error payload: the server's own words when it is JSON
-/// in a known shape, else the payload itself.
-fn message_of(payload: &str) -> String {
+/// The status an error payload stands for and its message: the server's
+/// own words when it is JSON in a known shape, else the payload itself.
+fn error_of(payload: &str) -> (u16, String) {
     let payload = payload.trim();
-    serde_json::from_str::<Value>(payload)
-        .ok()
-        .and_then(|v| server_message(&v))
-        .unwrap_or_else(|| payload.to_string())
+    match serde_json::from_str::<Value>(payload) {
+        Ok(v) if v.is_object() => error_in(&v),
+        _ => (
+            verdict::stream_status(&Value::Null, payload),
+            payload.to_string(),
+        ),
+    }
+}
+
+/// The status and message of an error object, or of a chunk holding one
+/// under `error`.
+fn error_in(v: &Value) -> (u16, String) {
+    let error = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
+    let message = server_message(v).unwrap_or_default();
+    (verdict::stream_status(error, &message), message)
 }
 
 /// The answer so far.
@@ -284,6 +319,11 @@ impl Assembler {
     /// counts: a model that thinks aloud for minutes is answering.
     pub fn started(&self) -> bool {
         self.streaming
+    }
+
+    /// Whether a tool call was coming: a stream that stops now is cut in it.
+    pub fn in_call(&self) -> bool {
+        !self.calls.is_empty()
     }
 
     /// Adds one chunk: text is reported and appended, tool-call deltas are

@@ -202,10 +202,10 @@ async fn errors_sent_mid_stream_are_the_servers_message() {
     let f = read_script(&c, ends_in_error(format!("error: {parse}\n\n")), true)
         .await
         .expect_err("fails");
-    assert!(f.retry && f.tool_parse, "{f:?}");
+    assert!(f.retry && f.tools_failure, "{f:?}");
     let shown = f.error.to_string();
     assert!(
-        shown.contains("server error in stream: Failed to parse tool call arguments as JSON"),
+        shown.contains("server error in stream (500): Failed to parse tool call arguments as JSON"),
         "{shown}"
     );
     // The same, followed by `[DONE]`, as llama.cpp sends it.
@@ -229,7 +229,7 @@ async fn errors_sent_mid_stream_are_the_servers_message() {
     )
     .await
     .expect_err("fails");
-    assert!(f.retry && !f.tool_parse, "{f:?}");
+    assert!(f.retry && !f.tools_failure, "{f:?}");
     assert!(
         f.error.to_string().contains("Failed to parse tool call"),
         "{}",
@@ -246,6 +246,61 @@ async fn errors_sent_mid_stream_are_the_servers_message() {
         "{:?}",
         f.error
     );
+}
+
+/// An error in the stream is retried, or not, as the status its code
+/// stands for would be: llama-server's refusal of a reply that opens with
+/// a fence is a 500 (retried, and a failure of native tools whatever its
+/// words); a 400 is not retried.
+#[tokio::test]
+async fn an_error_in_the_stream_is_judged_by_its_code() {
+    let c = client(Duration::from_secs(5), Duration::from_secs(60));
+    let peg = r#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format","type":"server_error"}}"#;
+    let f = read_script(&c, ends_in_error(format!("data: {peg}\n\n")), true)
+        .await
+        .expect_err("fails");
+    assert!(f.retry && f.tools_failure, "{f:?}");
+    assert!(
+        f.error.to_string().contains("(500): The model produced output"),
+        "{}",
+        f.error
+    );
+    let bad = r#"{"error":{"code":400,"message":"invalid 'temperature'","type":"invalid_request_error"}}"#;
+    let f = read_script(&c, ends_in_error(format!("data: {bad}\n\n")), true)
+        .await
+        .expect_err("fails");
+    assert!(!f.retry && !f.tools_failure, "{f:?}");
+    let busy = r#"{"error":{"message":"slow down","type":"rate_limit_exceeded"}}"#;
+    let f = read_script(&c, ends_in_error(format!("data: {busy}\n\n")), true)
+        .await
+        .expect_err("fails");
+    assert!(f.retry && !f.tools_failure, "{f:?}");
+}
+
+/// A stream cut while a tool call comes is a failure of native tools; one
+/// cut in text is not.
+#[tokio::test]
+async fn a_stream_cut_in_a_call_counts_against_native_tools() {
+    let c = client(Duration::from_secs(5), Duration::from_secs(60));
+    let call = json!({ "index": 0, "id": "c1", "function": { "name": "write_file", "arguments": "{\"pa" } });
+    let in_call = Script {
+        pieces: vec![(
+            Duration::ZERO,
+            data(&choice(json!({ "tool_calls": [call] }), None)),
+        )],
+        hang: false,
+    };
+    let f = read_script(&c, in_call, true).await.expect_err("cut");
+    assert!(f.retry && f.tools_failure, "{f:?}");
+    let in_text = Script {
+        pieces: vec![(
+            Duration::ZERO,
+            data(&choice(json!({ "content": "Let" }), None)),
+        )],
+        hang: false,
+    };
+    let f = read_script(&c, in_text, true).await.expect_err("cut");
+    assert!(f.retry && !f.tools_failure, "{f:?}");
 }
 
 #[test]

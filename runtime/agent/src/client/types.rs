@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::{Message, ToolCall, ToolDef, Usage};
 
 /// One chat-completions request.
@@ -12,6 +14,60 @@ pub struct Request<'a> {
     /// Tools offered to the model; when empty the `tools` field is omitted,
     /// so that servers without tool support accept the request.
     pub tools: &'a [ToolDef],
+    /// The reply constrained by the server to one JSON value matching a
+    /// schema (structured output), in the field the server takes.
+    pub format: Option<(Structured, &'a Value)>,
+    /// The most tokens the server may generate (`max_tokens`): a bound on
+    /// a runaway generation. A server that refuses the field gets the
+    /// request again without it, and never again from this client.
+    pub max_tokens: Option<u64>,
+    /// The caller can do without native tools: two failures of a request
+    /// carrying them (a 5xx, an error sent in the stream, a reply cut in
+    /// a call) end it with [`ClientError::ToolsFailing`](super::ClientError)
+    /// instead of more retries.
+    pub tools_optional: bool,
+}
+
+impl<'a> Request<'a> {
+    /// A request of `messages` offering `tools`, nothing else set.
+    pub fn new(messages: &'a [Message], tools: &'a [ToolDef]) -> Request<'a> {
+        Request {
+            messages,
+            tools,
+            format: None,
+            max_tokens: None,
+            tools_optional: false,
+        }
+    }
+}
+
+/// How a server constrains a reply to a JSON schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structured {
+    /// `response_format: {"type": "json_schema", ...}`: OpenAI, llama.cpp,
+    /// vLLM, recent Ollama.
+    ResponseFormat,
+    /// `format: SCHEMA`: Ollama.
+    Format,
+}
+
+impl Structured {
+    /// The name used in the probe cache and in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Structured::ResponseFormat => "response_format",
+            Structured::Format => "format",
+        }
+    }
+
+    /// The inverse of [`Structured::as_str`].
+    pub fn parse(s: &str) -> Option<Structured> {
+        match s {
+            "response_format" => Some(Structured::ResponseFormat),
+            "format" => Some(Structured::Format),
+            _ => None,
+        }
+    }
 }
 
 /// Progress reported while a completion runs.

@@ -15,23 +15,6 @@ pub fn instructions(tools: &[ToolDef]) -> String {
     let Some(first) = tools.first() else {
         return String::new();
     };
-    let required = |t: &ToolDef| -> Vec<String> {
-        let list = t.parameters.get("required").and_then(Value::as_array);
-        list.map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
-    };
-    let props = |t: &ToolDef| {
-        t.parameters
-            .get("properties")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
     let examples: Vec<(String, String)> = props(first)
         .iter()
         .filter(|(k, _)| required(first).contains(k))
@@ -58,6 +41,14 @@ pub fn instructions(tools: &[ToolDef]) -> String {
          Never write [RESULT] blocks yourself. When you need no tool, answer without [TOOL].\n\n\
          Available tools:\n"
     );
+    s.push_str(&tool_list(tools));
+    s
+}
+
+/// One line per tool: `- name(param: type, optional?: type) — the first
+/// line of its description`.
+pub fn tool_list(tools: &[ToolDef]) -> String {
+    let mut s = String::new();
     for tool in tools {
         let req = required(tool);
         let params: Vec<String> = props(tool)
@@ -82,6 +73,27 @@ pub fn instructions(tools: &[ToolDef]) -> String {
         }
     }
     s
+}
+
+/// The names of a tool's required parameters.
+fn required(t: &ToolDef) -> Vec<String> {
+    let list = t.parameters.get("required").and_then(Value::as_array);
+    list.map(|r| {
+        r.iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// A tool's parameters, in schema order.
+fn props(t: &ToolDef) -> serde_json::Map<String, Value> {
+    t.parameters
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// A short type for the tool list: `string`, `integer|null`, `array of
