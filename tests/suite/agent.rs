@@ -375,6 +375,15 @@ fn auto_switches_to_text_when_the_endpoint_rejects_tools() {
             body: r#"{"error":{"message":"tools are not supported by this model"}}"#.into(),
             retry_after: None,
         },
+        // Whether the server constrains replies to a schema, asked once:
+        // it refuses `response_format` and ignores Ollama's `format`.
+        Reply::Status {
+            status: 400,
+            body: r#"{"error":{"message":"Unrecognized request argument: response_format"}}"#
+                .into(),
+            retry_after: None,
+        },
+        answer("Hello! How can I help?"),
         Reply::Sse(vec![
             chunk::text("[TOOL] read_file(\"hello.txt\") [/TOOL]"),
             chunk::finish("stop"),
@@ -391,6 +400,9 @@ fn auto_switches_to_text_when_the_endpoint_rejects_tools() {
     );
     let bodies = bodies(&mock);
     assert!(bodies[0].get("tools").is_some());
+    assert!(bodies[1].get("response_format").is_some());
+    assert!(bodies[2].get("format").is_some());
+    let bodies = &bodies[2..];
     assert!(bodies[1].get("tools").is_none());
     assert!(
         bodies[1]["messages"][0]["content"]

@@ -35,6 +35,25 @@ pub fn check_chat_body(body: &Value) -> Result<(), String> {
         return Err("messages is empty".into());
     }
     check_messages(messages)?;
+    if let Some(max) = obj.get("max_tokens")
+        && !max.as_u64().is_some_and(|n| n > 0)
+    {
+        return Err(format!("max_tokens must be a positive integer, got {max}"));
+    }
+    if let Some(format) = obj.get("response_format") {
+        let kind = format.get("type").and_then(Value::as_str);
+        let schema = format.pointer("/json_schema/schema");
+        let name = format.pointer("/json_schema/name").and_then(Value::as_str);
+        match (kind, name, schema) {
+            (Some("json_schema"), Some(n), Some(Value::Object(_))) if !n.is_empty() => {}
+            _ => {
+                return Err(format!(
+                    "response_format must be {{\"type\": \"json_schema\", \"json_schema\": \
+                     {{\"name\": …, \"schema\": {{…}}}}}}, got {format}"
+                ));
+            }
+        }
+    }
     match obj.get("tools") {
         None => Ok(()),
         Some(Value::Array(tools)) => tools

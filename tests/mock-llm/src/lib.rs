@@ -12,6 +12,7 @@
 
 mod check;
 pub mod chunk;
+mod llama;
 mod server;
 
 use std::collections::VecDeque;
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub use check::check_chat_body;
+pub use llama::PEG_NATIVE;
 
 /// One scripted answer to a `POST /v1/chat/completions`.
 #[derive(Debug, Clone)]
@@ -50,6 +52,14 @@ pub enum Reply {
         content_type: String,
         body: String,
     },
+    /// A `text/event-stream` of pieces written as they are, each flushed
+    /// on its own, 1 ms apart (after a pause, as long as it says).
+    Stream(Vec<Piece>),
+    /// What a model writes, served as llama-server serves it for the
+    /// request (see `llama.rs`): native tool calls parsed from
+    /// `<tool_call>` blocks after `silence`, its errors for an output it
+    /// cannot parse, and a reply checked against the request's schema.
+    Llama { text: String, silence: Duration },
     /// Reads the request and never answers.
     Hang,
     /// Waits, then sends the inner reply.
@@ -57,6 +67,25 @@ pub enum Reply {
     /// Waits until the test opens the gate, then sends the inner reply: for
     /// a step that must happen while the model "thinks", whatever its length.
     Gated(Gate, Box<Reply>),
+}
+
+/// A piece of a [`Reply::Stream`].
+#[derive(Debug, Clone)]
+pub enum Piece {
+    /// A payload, sent as `data: …\n\n`.
+    Data(String),
+    /// Bytes sent as they are (llama.cpp's `error: …` line).
+    Raw(String),
+    /// Nothing sent for this long.
+    Pause(Duration),
+}
+
+/// What a model writes, served as llama-server would ([`Reply::Llama`]).
+pub fn llama(text: &str) -> Reply {
+    Reply::Llama {
+        text: text.to_string(),
+        silence: Duration::ZERO,
+    }
 }
 
 /// Holds back a [`Reply::Gated`] until [`Gate::open`]; clones share one gate.
@@ -110,6 +139,8 @@ struct Shared {
     model_lists: Mutex<u32>,
     /// Holds `/v1/models` answers back until it opens.
     models_gate: Mutex<Option<Gate>>,
+    /// The body of `GET /props` (llama-server's settings); 404 when unset.
+    props: Mutex<Option<Value>>,
     /// A request estimated above this many tokens gets the 400 a real
     /// server sends for a prompt that does not fit its context.
     context_window: Mutex<Option<u64>>,
@@ -202,6 +233,12 @@ impl MockLlm {
     /// How many times `/v1/models` was asked for.
     pub fn model_lists(&self) -> u32 {
         *lock(&self.shared.model_lists)
+    }
+
+    /// Answers `GET /props` with `props`, as llama-server does (404 when
+    /// unset). Not recorded with the chat requests.
+    pub fn set_props(&self, props: Value) {
+        *lock(&self.shared.props) = Some(props);
     }
 
     /// From now on, a chat request whose [`prompt_tokens`] exceed `tokens`

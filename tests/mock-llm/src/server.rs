@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::{Recorded, Reply, Shared, lock};
+use crate::{Piece, Recorded, Reply, Shared, lock};
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -73,6 +73,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         );
         return Ok(full(200, "application/json", list.to_string(), None));
     }
+    if req.method() == hyper::Method::GET && path == "/props" {
+        // llama-server's settings, where it reports a slot's context.
+        return Ok(match lock(&shared.props).clone() {
+            Some(props) => full(200, "application/json", props.to_string(), None),
+            None => full(404, "text/plain", "File Not Found".into(), None),
+        });
+    }
     let bytes = match req.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => Bytes::new(),
@@ -111,6 +118,13 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         body: json!({ "error": { "message": "mock: no more replies" } }).to_string(),
         retry_after: None,
     });
+    let reply = match reply {
+        Reply::Llama { text, silence } => {
+            let body = lock(&shared.requests).last().expect("recorded").body.clone();
+            crate::llama::serve(&text, silence, &body)
+        }
+        other => other,
+    };
     Ok(respond(reply).await)
 }
 
@@ -135,8 +149,9 @@ async fn respond(mut reply: Reply) -> Response<Body> {
 /// The response of a reply with no wait left in front of it.
 fn reply_to(reply: Reply) -> Response<Body> {
     match reply {
-        Reply::Sse(payloads) => sse(payloads, false),
-        Reply::SseCut(payloads) => sse(payloads, true),
+        Reply::Sse(payloads) => sse(payloads.into_iter().map(Piece::Data).collect(), false),
+        Reply::SseCut(payloads) => sse(payloads.into_iter().map(Piece::Data).collect(), true),
+        Reply::Stream(pieces) => sse(pieces, false),
         Reply::Json(value) => full(200, "application/json", value.to_string(), None),
         Reply::Status {
             status,
@@ -155,8 +170,8 @@ fn reply_to(reply: Reply) -> Response<Body> {
             content_type,
             body,
         } => full(status, &content_type, body, None),
-        Reply::Hang | Reply::Delay(..) | Reply::Gated(..) => {
-            unreachable!("waits were taken off above")
+        Reply::Hang | Reply::Delay(..) | Reply::Gated(..) | Reply::Llama { .. } => {
+            unreachable!("waits and models were taken off above")
         }
     }
 }
@@ -175,20 +190,28 @@ fn full(status: u16, kind: &str, body: String, retry_after: Option<String>) -> R
     resp.body(body).expect("mock-llm: valid response")
 }
 
-/// An event stream of `payloads`, each `data: …\n\n` frame written on its
-/// own about 1 ms after the previous one, so that clients see real chunk
-/// boundaries. With `cut`, the body then fails, which makes hyper drop the
-/// connection without ending the chunked encoding.
-fn sse(payloads: Vec<String>, cut: bool) -> Response<Body> {
-    let frames = stream::unfold((payloads.into_iter(), cut), |(mut rest, cut)| async move {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        match rest.next() {
-            Some(payload) => {
-                let frame = Frame::data(Bytes::from(format!("data: {payload}\n\n")));
-                Some((Ok(frame), (rest, cut)))
-            }
-            None if cut => Some((Err(std::io::Error::other("mock: cut")), (rest, false))),
-            None => None,
+/// An event stream of `pieces`, each frame written on its own about 1 ms
+/// after the previous one, so that clients see real chunk boundaries (a
+/// pause writes nothing for its length). With `cut`, the body then fails,
+/// which makes hyper drop the connection without ending the chunked
+/// encoding.
+fn sse(pieces: Vec<Piece>, cut: bool) -> Response<Body> {
+    let frames = stream::unfold((pieces.into_iter(), cut), |(mut rest, cut)| async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let bytes = match rest.next() {
+                Some(Piece::Pause(wait)) => {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+                Some(Piece::Data(payload)) => format!("data: {payload}\n\n"),
+                Some(Piece::Raw(raw)) => raw,
+                None if cut => {
+                    return Some((Err(std::io::Error::other("mock: cut")), (rest, false)));
+                }
+                None => return None,
+            };
+            return Some((Ok(Frame::data(Bytes::from(bytes))), (rest, cut)));
         }
     });
     Response::builder()

@@ -189,7 +189,7 @@ async fn status_failure(client: &Client, resp: reqwest::Response, tools_sent: bo
             },
             retry: verdict == Verdict::Retry,
             retry_after,
-            tools_failure: verdict::fails_tools(status, tools_sent),
+            tools_failure: verdict::fails_tools(status, false, tools_sent),
         },
     }
 }

@@ -100,11 +100,11 @@ impl Client {
     async fn get_json(&self, path: &str) -> Result<Value, ClientError> {
         let mut url = self.url.clone();
         url.set_path(path);
+        let endpoint = super::redact_url(url.as_str());
         let mut req = self.http.get(url).header(ACCEPT, "application/json");
         if let Some(key) = &self.cfg.api_key {
             req = req.bearer_auth(key);
         }
-        let endpoint = super::redact_url(url.as_str());
         let wait = self.cfg.connect_timeout + Duration::from_secs(5);
         let deadline = Instant::now() + 2 * wait;
         let (status, text) = super::once::once(&endpoint, req, wait, deadline).await?;

@@ -67,7 +67,7 @@ pub(crate) async fn read(
                 error: stream_error(Stop::Server((status, message)).to_string()),
                 retry: v == Verdict::Retry,
                 retry_after: None,
-                tools_failure: verdict::fails_tools(status, tools_sent),
+                tools_failure: verdict::fails_tools(status, true, tools_sent),
             },
         }
     };

@@ -37,9 +37,12 @@ pub(crate) fn judge(status: u16, message: &str, tools_sent: bool) -> Verdict {
 /// Whether a failure of `status` counts against native tool calls on a
 /// request that carried them: the server failed while the model answered
 /// with tools in reach (llama.cpp's "does not match the expected
-/// peg-native format", "Failed to parse tool call", …), whatever the words.
-pub(crate) fn fails_tools(status: u16, tools_sent: bool) -> bool {
-    tools_sent && status >= 500
+/// peg-native format", "Failed to parse tool call", …), whatever the
+/// words. In a stream, any server error does (the answer had begun); as a
+/// status, a 500 does, not a 502, 503 or 504, which a gateway or a busy
+/// server sends before any model ran.
+pub(crate) fn fails_tools(status: u16, in_stream: bool, tools_sent: bool) -> bool {
+    tools_sent && if in_stream { status >= 500 } else { status == 500 }
 }
 
 /// Statuses worth retrying: timeout, conflict (some gateways use it for
@@ -137,7 +140,9 @@ mod tests {
         let in_stream = json!({"code": 500, "message": peg, "type": "server_error"});
         assert_eq!(stream_status(&in_stream, peg), 500);
         assert_eq!(judge(500, peg, true), Verdict::Retry);
-        assert!(fails_tools(500, true) && !fails_tools(500, false) && !fails_tools(429, true));
+        assert!(fails_tools(500, false, true) && !fails_tools(500, false, false));
+        assert!(!fails_tools(429, false, true) && !fails_tools(429, true, true));
+        assert!(fails_tools(503, true, true) && !fails_tools(503, false, true));
         let bad = json!({"code": 400, "message": "bad value for temperature"});
         assert_eq!(judge(stream_status(&bad, ""), "bad value", false), Verdict::Fatal);
         let busy = json!({"type": "rate_limit_exceeded", "message": "slow down"});
