@@ -324,6 +324,10 @@ fn a_server_that_cannot_parse_tool_calls_gets_one_retry_then_the_text_protocol()
     let mock = MockLlm::start(vec![
         parse(),
         parse(),
+        // Whether the server constrains replies to a schema, asked once:
+        // it refuses `response_format` and ignores Ollama's `format`.
+        status(400, r#"{"error":{"message":"response_format is not supported"}}"#),
+        answer("Hello!"),
         Reply::Sse(vec![
             chunk::text("[TOOL] read_file(\"hello.txt\") [/TOOL]"),
             chunk::finish("stop"),
@@ -339,13 +343,13 @@ fn a_server_that_cannot_parse_tool_calls_gets_one_retry_then_the_text_protocol()
         r.stderr
     );
     let b = bodies(&mock);
-    assert_eq!(b.len(), 4);
+    assert_eq!(b.len(), 6);
     assert!(b[0].get("tools").is_some() && b[1].get("tools").is_some());
-    assert!(b[2].get("tools").is_none());
+    assert!(b[2].get("response_format").is_some() && b[3].get("format").is_some());
+    assert!(b[4].get("tools").is_none() && b[4].get("response_format").is_none());
     let text = std::fs::read_to_string(transcript_path(&sb)).unwrap();
     assert!(
-        text.contains("switching to the text tool protocol")
-            && text.contains("Failed to parse tool call"),
+        text.contains(r#""protocol":"text""#) && text.contains("Failed to parse tool call"),
         "the switch is not in the transcript"
     );
 }
@@ -368,23 +372,43 @@ fn an_identical_call_is_not_run_a_third_time() {
     assert_eq!(b.len(), 4);
     let results = tool_messages(&b[3]);
     assert!(!results[1].contains("not run"), "{}", results[1]);
-    assert!(
-        results[2].contains("already called 2 times"),
-        "{}",
-        results[2]
-    );
+    // The repeat gets the earlier result and the task restated, not a
+    // bare refusal.
+    for part in [
+        "already ran 2 times",
+        "Its result was:\nwrote 5 bytes to out.txt",
+        "The task: write out.txt\nCalls made so far:\n1. write_file out.txt: ok\n",
+        "Changed so far: out.txt",
+    ] {
+        assert!(results[2].contains(part), "{part}: {}", results[2]);
+    }
 
-    // A model that ignores the reminder ends the task long before max_turns.
+    // A model that keeps repeating ends the task long before max_turns;
+    // what it changed is the outcome, not a failure.
     let sb = Sandbox::new();
     let mock = MockLlm::start((1..=20).map(|i| again(&format!("w{i}"))).collect());
     let r = warden_run(&sb, &mock, &["write out.txt"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("kept repeating calls that had already run")
+            && r.stdout.contains("What its calls changed: out.txt."),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(bodies(&mock).len(), 5);
+    assert_eq!(std::fs::read_to_string(sb.ws.join("out.txt")).unwrap(), "done\n");
+
+    // One that changed nothing failed.
+    let sb = Sandbox::new();
+    let read = |id: &str| calls(&[(id, "read_file", r#"{"path":"hello.txt"}"#)]);
+    let mock = MockLlm::start((1..=20).map(|i| read(&format!("r{i}"))).collect());
+    let r = warden_run(&sb, &mock, &["read hello.txt"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
         r.stderr.contains("kept repeating the same tool call"),
         "{}",
         r.stderr
     );
-    assert_eq!(bodies(&mock).len(), 5);
 }
 
 #[test]
