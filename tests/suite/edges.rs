@@ -326,7 +326,10 @@ fn a_server_that_cannot_parse_tool_calls_gets_one_retry_then_the_text_protocol()
         parse(),
         // Whether the server constrains replies to a schema, asked once:
         // it refuses `response_format` and ignores Ollama's `format`.
-        status(400, r#"{"error":{"message":"response_format is not supported"}}"#),
+        status(
+            400,
+            r#"{"error":{"message":"response_format is not supported"}}"#,
+        ),
         answer("Hello!"),
         Reply::Sse(vec![
             chunk::text("[TOOL] read_file(\"hello.txt\") [/TOOL]"),
@@ -390,13 +393,17 @@ fn an_identical_call_is_not_run_a_third_time() {
     let r = warden_run(&sb, &mock, &["write out.txt"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("kept repeating calls that had already run")
+        r.stdout
+            .contains("kept repeating calls that had already run")
             && r.stdout.contains("What its calls changed: out.txt."),
         "{}",
         r.stdout
     );
     assert_eq!(bodies(&mock).len(), 5);
-    assert_eq!(std::fs::read_to_string(sb.ws.join("out.txt")).unwrap(), "done\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("out.txt")).unwrap(),
+        "done\n"
+    );
 
     // One that changed nothing failed.
     let sb = Sandbox::new();

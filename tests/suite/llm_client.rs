@@ -663,12 +663,7 @@ async fn complete_runs_on_a_spawned_task() {
         let messages = hello();
         let mut n = 0;
         let mut count = |_: ClientEvent<'_>| n += 1;
-        let done = c
-            .complete(
-                Request::new(&messages, &[]),
-                &mut count,
-            )
-            .await;
+        let done = c.complete(Request::new(&messages, &[]), &mut count).await;
         (done.map(|d| d.content).ok(), n)
     });
     assert_eq!(task.await.unwrap(), (Some("sent".to_string()), 1));

@@ -26,6 +26,7 @@ mod seams;
 mod search;
 mod secrets;
 mod sessions;
+mod small_models;
 mod trust;
 mod undo;
 mod web;

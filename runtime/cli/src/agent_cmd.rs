@@ -74,7 +74,9 @@ pub fn build(ws: &Workspace, flags: &ModelFlags, which: &SessionFlags) -> anyhow
     let approver = Arc::new(Approver::new(flags.yes, &ws.root));
     let protocol = match &flags.protocol {
         Some(p) => Some(Protocol::parse(p).ok_or_else(|| {
-            ConfigError(format!("unknown protocol `{p}`: use auto, native, json or text"))
+            ConfigError(format!(
+                "unknown protocol `{p}`: use auto, native, json or text"
+            ))
         })?),
         None => None,
     };

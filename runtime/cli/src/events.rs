@@ -213,7 +213,9 @@ impl Renderer {
             // On a terminal the answer that follows says it.
             Event::Stopped { changed } => {
                 if self.json {
-                    self.emit(json!({"type": "stopped", "reason": "repeating", "changed": changed}));
+                    self.emit(
+                        json!({"type": "stopped", "reason": "repeating", "changed": changed}),
+                    );
                 }
             }
             Event::ToolStart { id, name, args } => {

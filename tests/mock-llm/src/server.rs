@@ -120,7 +120,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     });
     let reply = match reply {
         Reply::Llama { text, silence } => {
-            let body = lock(&shared.requests).last().expect("recorded").body.clone();
+            let body = lock(&shared.requests)
+                .last()
+                .expect("recorded")
+                .body
+                .clone();
             crate::llama::serve(&text, silence, &body)
         }
         other => other,

@@ -145,7 +145,10 @@ impl Agent {
         }
         // Well below the budget, so that the next turns fit too.
         let target = budget(window) * 7 / 10;
-        if self.compact(target, budget(window), tools, cancel, on).await? {
+        if self
+            .compact(target, budget(window), tools, cancel, on)
+            .await?
+        {
             Ok(request_tokens(&self.history, tools))
         } else {
             Ok(used)

@@ -288,10 +288,7 @@ impl Agent {
     /// The task stops: the model kept repeating calls that already ran. A
     /// task whose calls changed something is not a failure for it: the
     /// outcome is what it changed. One that changed nothing failed.
-    fn stuck(
-        &mut self,
-        on: &mut (dyn FnMut(Event<'_>) + Send),
-    ) -> Result<String, AgentError> {
+    fn stuck(&mut self, on: &mut (dyn FnMut(Event<'_>) + Send)) -> Result<String, AgentError> {
         let changed = self.progress.changed().to_vec();
         if changed.is_empty() {
             return self.fail(AgentError::Repeating);

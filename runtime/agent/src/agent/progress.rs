@@ -170,7 +170,12 @@ mod tests {
             &result(false, "error: bad regex\nmore", None),
             false,
         );
-        p.record("shell", Some(&json!({"command": "make"})), &result(true, "", None), true);
+        p.record(
+            "shell",
+            Some(&json!({"command": "make"})),
+            &result(true, "", None),
+            true,
+        );
         assert_eq!(
             p.restate(Some("Summarize notes.txt into summary.txt")),
             "The task: Summarize notes.txt into summary.txt\n\
@@ -194,7 +199,10 @@ mod tests {
             p.record("read_file", Some(&args), &result(true, "", None), false);
         }
         let s = p.restate(None);
-        assert!(s.contains("(8 earlier calls)\n9. read_file f8: ok\n"), "{s}");
+        assert!(
+            s.contains("(8 earlier calls)\n9. read_file f8: ok\n"),
+            "{s}"
+        );
         assert!(s.ends_with("20. read_file f19: ok\n"), "{s}");
     }
 }

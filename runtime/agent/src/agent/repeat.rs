@@ -112,12 +112,20 @@ mod tests {
                     .is_none()
             );
             let out = format!("wrote 1 byte ({i})");
-            r.ran("write_file", &v(r#"{"path":"a","content":"x"}"#), true, &out);
+            r.ran(
+                "write_file",
+                &v(r#"{"path":"a","content":"x"}"#),
+                true,
+                &out,
+            );
         }
         let repeat = r
             .repeat("write_file", &v(r#"{ "content":"x", "path":"a" }"#))
             .unwrap();
-        assert_eq!((repeat.runs, repeat.earlier.as_str()), (2, "wrote 1 byte (1)"));
+        assert_eq!(
+            (repeat.runs, repeat.earlier.as_str()),
+            (2, "wrote 1 byte (1)")
+        );
         assert!(
             r.repeat("write_file", &v(r#"{"path":"b","content":"x"}"#))
                 .is_none()

@@ -200,7 +200,9 @@ impl Agent {
                 return Ok(None);
             }
         };
-        let results = self.run_calls(std::slice::from_ref(&call), cut, cancel, on).await?;
+        let results = self
+            .run_calls(std::slice::from_ref(&call), cut, cancel, on)
+            .await?;
         let out = match results.into_iter().next().flatten() {
             Some(r) if r.ok => Ok(r.output),
             Some(r) => Err(r.output),

@@ -73,7 +73,10 @@ pub enum ClientError {
         "{endpoint} failed twice while the model answered with native tools offered ({})",
         .causes.join("; ")
     )]
-    ToolsFailing { endpoint: String, causes: Vec<String> },
+    ToolsFailing {
+        endpoint: String,
+        causes: Vec<String>,
+    },
     /// The request does not fit in the model's context window (a 400 saying
     /// so): the conversation must be shortened. Never retried as is.
     #[error(

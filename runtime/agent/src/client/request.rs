@@ -109,7 +109,8 @@ impl Client {
                     reason: format!("cannot encode the request: {e}"),
                 })
         };
-        let mut max_tokens = req.max_tokens.is_some() && !self.no_max_tokens.load(Ordering::Relaxed);
+        let mut max_tokens =
+            req.max_tokens.is_some() && !self.no_max_tokens.load(Ordering::Relaxed);
         let mut body = encode(max_tokens)?;
         let tools_sent = !req.tools.is_empty();
         let max_attempts = self.cfg.max_attempts.max(1);

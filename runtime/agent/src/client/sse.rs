@@ -176,7 +176,11 @@ impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Stop::Server((status, message)) => {
-                write!(f, "server error in stream ({status}): {}", truncate(message, 400))
+                write!(
+                    f,
+                    "server error in stream ({status}): {}",
+                    truncate(message, 400)
+                )
             }
             Stop::Malformed(reason) => f.write_str(reason),
             Stop::Cut => f.write_str("stream ended before [DONE] and without a finish_reason"),

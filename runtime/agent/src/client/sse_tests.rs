@@ -261,7 +261,9 @@ async fn an_error_in_the_stream_is_judged_by_its_code() {
         .expect_err("fails");
     assert!(f.retry && f.tools_failure, "{f:?}");
     assert!(
-        f.error.to_string().contains("(500): The model produced output"),
+        f.error
+            .to_string()
+            .contains("(500): The model produced output"),
         "{}",
         f.error
     );

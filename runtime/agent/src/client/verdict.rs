@@ -42,7 +42,12 @@ pub(crate) fn judge(status: u16, message: &str, tools_sent: bool) -> Verdict {
 /// status, a 500 does, not a 502, 503 or 504, which a gateway or a busy
 /// server sends before any model ran.
 pub(crate) fn fails_tools(status: u16, in_stream: bool, tools_sent: bool) -> bool {
-    tools_sent && if in_stream { status >= 500 } else { status == 500 }
+    tools_sent
+        && if in_stream {
+            status >= 500
+        } else {
+            status == 500
+        }
 }
 
 /// Statuses worth retrying: timeout, conflict (some gateways use it for
@@ -144,7 +149,10 @@ mod tests {
         assert!(!fails_tools(429, false, true) && !fails_tools(429, true, true));
         assert!(fails_tools(503, true, true) && !fails_tools(503, false, true));
         let bad = json!({"code": 400, "message": "bad value for temperature"});
-        assert_eq!(judge(stream_status(&bad, ""), "bad value", false), Verdict::Fatal);
+        assert_eq!(
+            judge(stream_status(&bad, ""), "bad value", false),
+            Verdict::Fatal
+        );
         let busy = json!({"type": "rate_limit_exceeded", "message": "slow down"});
         assert_eq!(stream_status(&busy, "slow down"), 429);
         assert_eq!(judge(429, "slow down", true), Verdict::Retry);

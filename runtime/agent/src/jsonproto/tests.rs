@@ -33,14 +33,29 @@ fn valid(schema: &Value, step: Value) -> bool {
 #[test]
 fn the_schema_allows_a_call_of_one_offered_tool_with_valid_arguments_or_the_answer() {
     let schema = step_schema(&tools());
-    assert!(valid(&schema, json!({"tool": "read_file", "arguments": {"path": "a"}})));
+    assert!(valid(
+        &schema,
+        json!({"tool": "read_file", "arguments": {"path": "a"}})
+    ));
     assert!(valid(&schema, json!({"answer": "done"})));
-    assert!(valid(&schema, json!({"tool": "tag", "arguments": {"tag": "b"}})));
+    assert!(valid(
+        &schema,
+        json!({"tool": "tag", "arguments": {"tag": "b"}})
+    ));
     // A tool's own definitions still resolve once moved to the root.
-    assert!(!valid(&schema, json!({"tool": "tag", "arguments": {"tag": "c"}})));
+    assert!(!valid(
+        &schema,
+        json!({"tool": "tag", "arguments": {"tag": "c"}})
+    ));
     assert_eq!(schema["$defs"]["tag.Tag"]["enum"], json!(["a", "b"]));
-    assert!(!valid(&schema, json!({"tool": "read_file", "arguments": {}})));
-    assert!(!valid(&schema, json!({"tool": "delete", "arguments": {"path": "a"}})));
+    assert!(!valid(
+        &schema,
+        json!({"tool": "read_file", "arguments": {}})
+    ));
+    assert!(!valid(
+        &schema,
+        json!({"tool": "delete", "arguments": {"path": "a"}})
+    ));
     assert!(!valid(&schema, json!({"tool": "read_file"})));
     assert!(!valid(&schema, json!({"answer": "x", "tool": "read_file"})));
     assert!(!valid(&schema, json!("prose")));
@@ -72,7 +87,10 @@ fn a_reply_is_read_once_into_a_call_an_answer_or_what_is_wrong() {
         Step::Answer("I wrote the summary.".into())
     );
     let cut = parse_step(r#"{"tool": "write_file", "arguments": {"path": "a", "con"#);
-    assert!(matches!(&cut, Step::Invalid(e) if e.contains("not valid JSON")), "{cut:?}");
+    assert!(
+        matches!(&cut, Step::Invalid(e) if e.contains("not valid JSON")),
+        "{cut:?}"
+    );
     let text = parse_step(r#"{"tool": "read_file", "arguments": "{\"path\": \"a\"}"}"#);
     assert_eq!(
         text,
