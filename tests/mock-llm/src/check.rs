@@ -36,7 +36,7 @@ pub fn check_chat_body(body: &Value) -> Result<(), String> {
     }
     check_messages(messages)?;
     if let Some(max) = obj.get("max_tokens")
-        && !max.as_u64().is_some_and(|n| n > 0)
+        && max.as_u64().is_none_or(|n| n == 0)
     {
         return Err(format!("max_tokens must be a positive integer, got {max}"));
     }
