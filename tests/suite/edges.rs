@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use warden_mock_llm::{MockLlm, Reply, answer, calls, check_chat_body, chunk, prompt_tokens};
 use warden_tests::{Run, Sandbox};
 
-fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
+pub(super) fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
     warden_tests::warden_run(sb, mock, "sk-test", args)
 }
 
 /// Every request a real server would accept (tool-call arguments that are
 /// JSON objects included); returns the bodies.
-fn bodies(mock: &MockLlm) -> Vec<Value> {
+pub(super) fn bodies(mock: &MockLlm) -> Vec<Value> {
     mock.requests()
         .into_iter()
         .enumerate()

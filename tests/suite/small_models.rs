@@ -10,24 +10,10 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use warden_mock_llm::{MockLlm, PEG_NATIVE, Reply, check_chat_body, llama};
-use warden_tests::{Run, Sandbox, run};
+use warden_mock_llm::{MockLlm, PEG_NATIVE, Reply, llama};
+use warden_tests::{Sandbox, run};
 
-fn warden_run(sb: &Sandbox, mock: &MockLlm, args: &[&str]) -> Run {
-    warden_tests::warden_run(sb, mock, "sk-test", args)
-}
-
-/// Every request a real server would accept; returns the bodies.
-fn bodies(mock: &MockLlm) -> Vec<Value> {
-    mock.requests()
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            check_chat_body(&r.body).unwrap_or_else(|e| panic!("request {i}: {e}\n{}", r.body));
-            r.body
-        })
-        .collect()
-}
+use super::edges::{bodies, warden_run};
 
 /// The text of the last message of a request.
 fn last_message(body: &Value) -> String {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::error::excerpt;
 use super::request::describe;
 use super::retry::{Failure, parse_retry_after};
-use super::verdict::{self, Verdict};
+use super::verdict;
 use super::{Client, ClientError, ClientEvent, Completion};
 
 /// Sends the request once and reads the whole answer. Until the answer
@@ -165,33 +165,22 @@ async fn status_failure(client: &Client, resp: reqwest::Response, tools_sent: bo
         Ok(Ok(text)) => text,
         _ => String::new(),
     };
-    let body = excerpt(&text, client.cfg.api_key.as_deref());
-    let verdict = verdict::judge(status, &text, tools_sent);
-    match verdict {
-        Verdict::Overflow => Failure::fatal(ClientError::ContextOverflow {
-            endpoint,
-            status,
-            body,
-        }),
-        Verdict::ToolsRejected => Failure::fatal(ClientError::ToolsRejected {
-            endpoint,
-            status,
-            body,
-        }),
-        Verdict::Retry | Verdict::Fatal => Failure {
-            error: ClientError::Status {
-                endpoint,
-                status,
-                body,
-                hint: status_hint(&client.cfg, status),
-                attempts: 0,
-                earlier: Vec::new(),
-            },
-            retry: verdict == Verdict::Retry,
-            retry_after,
-            tools_failure: verdict::fails_tools(status, false, tools_sent),
-        },
+    verdict::ServerError {
+        endpoint: &endpoint,
+        status,
+        message: &text,
+        body: excerpt(&text, client.cfg.api_key.as_deref()),
+        in_stream: false,
+        tools_sent,
     }
+    .failure(retry_after, |body| ClientError::Status {
+        endpoint: endpoint.clone(),
+        status,
+        body,
+        hint: status_hint(&client.cfg, status),
+        attempts: 0,
+        earlier: Vec::new(),
+    })
 }
 
 /// What to check after an error status the user can fix.

@@ -14,7 +14,7 @@ use super::error::{server_message, truncate};
 use super::events::{Decoder, Event};
 use super::reply::{arguments, finish_reason, string, unique_ids, usage};
 use super::retry::Failure;
-use super::verdict::{self, Verdict};
+use super::verdict;
 use super::{Client, ClientError, ClientEvent, Completion};
 use crate::{ToolCall, Usage};
 
@@ -50,26 +50,17 @@ pub(crate) async fn read(
         earlier: Vec::new(),
     };
     let server_error = |(status, message): (u16, String)| {
-        let body = truncate(&message, 400);
-        let endpoint = endpoint.to_string();
-        match verdict::judge(status, &message, tools_sent) {
-            Verdict::Overflow => Failure::fatal(ClientError::ContextOverflow {
-                endpoint,
-                status,
-                body,
-            }),
-            Verdict::ToolsRejected => Failure::fatal(ClientError::ToolsRejected {
-                endpoint,
-                status,
-                body,
-            }),
-            v => Failure {
-                error: stream_error(Stop::Server((status, message)).to_string()),
-                retry: v == Verdict::Retry,
-                retry_after: None,
-                tools_failure: verdict::fails_tools(status, true, tools_sent),
-            },
+        verdict::ServerError {
+            endpoint,
+            status,
+            message: &message,
+            body: truncate(&message, 400),
+            in_stream: true,
+            tools_sent,
         }
+        .failure(None, |_| {
+            stream_error(Stop::Server((status, message.clone())).to_string())
+        })
     };
     // A stream cut while a tool call was coming counts against native calls.
     let cut = |reason: String, in_call: bool| Failure {

@@ -34,6 +34,54 @@ pub(crate) fn judge(status: u16, message: &str, tools_sent: bool) -> Verdict {
     }
 }
 
+/// A server's error, as a status or inside a stream, to be judged.
+pub(crate) struct ServerError<'a> {
+    /// The endpoint as shown.
+    pub endpoint: &'a str,
+    /// The status, or the status the stream's error stands for.
+    pub status: u16,
+    /// The whole body or message, which the judgement reads.
+    pub message: &'a str,
+    /// The part of it shown to the user.
+    pub body: String,
+    /// Whether it came inside a stream (the answer had begun).
+    pub in_stream: bool,
+    /// Whether the request carried tools.
+    pub tools_sent: bool,
+}
+
+impl ServerError<'_> {
+    /// The failure it makes: a context overflow and a refusal of `tools`
+    /// as such, never retried; otherwise `error(body)`, retried when its
+    /// status is worth it (after `retry_after` when the server said).
+    pub(crate) fn failure(
+        self,
+        retry_after: Option<std::time::Duration>,
+        error: impl FnOnce(String) -> ClientError,
+    ) -> super::retry::Failure {
+        use super::retry::Failure;
+        let (endpoint, status, body) = (self.endpoint.to_string(), self.status, self.body);
+        match judge(status, self.message, self.tools_sent) {
+            Verdict::Overflow => Failure::fatal(ClientError::ContextOverflow {
+                endpoint,
+                status,
+                body,
+            }),
+            Verdict::ToolsRejected => Failure::fatal(ClientError::ToolsRejected {
+                endpoint,
+                status,
+                body,
+            }),
+            v => Failure {
+                error: error(body),
+                retry: v == Verdict::Retry,
+                retry_after,
+                tools_failure: fails_tools(status, self.in_stream, self.tools_sent),
+            },
+        }
+    }
+}
+
 /// Whether a failure of `status` counts against native tool calls on a
 /// request that carried them: the server failed while the model answered
 /// with tools in reach (llama.cpp's "does not match the expected
