@@ -112,6 +112,7 @@ mod tests {
     use serde_json::json;
 
     use super::{schema_for_model, system_prompt};
+    use crate::settings::Protocol;
     use crate::{AgentTool, ToolDef};
 
     fn tool(name: &str, apps: &[&str], browse: &[&str]) -> AgentTool {
@@ -137,7 +138,7 @@ mod tests {
                 tool("open_app", &["libreoffice", "xeyes"], &[]),
                 tool("browse", &[], &["docs.rs", "*.github.com"]),
             ],
-            false,
+            Protocol::Native,
         );
         assert!(
             with.contains(
@@ -148,7 +149,7 @@ mod tests {
             ),
             "{with}"
         );
-        let without = system_prompt(ws, &[tool("list_apps", &[], &[])], false);
+        let without = system_prompt(ws, &[tool("list_apps", &[], &[])], Protocol::Native);
         assert!(!without.contains("desktop"), "{without}");
     }
 
