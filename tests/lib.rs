@@ -299,6 +299,20 @@ pub fn workspace_source(path: &str) -> ComponentSource {
 }
 
 /// Path of the `warden` binary built by `make test`.
+/// The confinement commands get on this machine now (what `warden
+/// policy` lists): namespaces, or Landlock and seccomp alone where they
+/// cannot be made (CI runs the exec and MCP suites a second time so).
+pub fn confinement() -> warden_confine::Mechanism {
+    warden_confine::set_helper(warden_bin());
+    warden_confine::probe().expect("commands can be confined on the test machine")
+}
+
+/// Whether commands here run with namespaces (else Landlock and seccomp
+/// alone).
+pub fn namespaced() -> bool {
+    confinement().kind == warden_confine::Confinement::Namespaces
+}
+
 pub fn warden_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     // Tests run from target/release/deps/, the benchmark from target/release/.

@@ -5,6 +5,7 @@ mod authoring;
 mod cache;
 mod cli;
 mod confine;
+mod confine_both;
 mod desktop;
 mod doctor;
 mod dropin;

@@ -79,6 +79,9 @@ fn main() -> ExitCode {
         warden_confine::helper_main(&rest);
     }
     let cli = args::Cli::parse();
+    // Cgroups left by a warden killed during a command go now, not at the
+    // next command.
+    warden_confine::remove_stale_cgroups();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

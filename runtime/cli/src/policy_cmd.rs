@@ -15,16 +15,14 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     let tools = ws.toolset(Some(render::compiling()))?;
     // Listed from the policy: nothing is started to show what it grants.
     let (servers, server_warnings) = ws.mcp_servers();
-    // Which confinement commands get, when some tool may run them.
+    // Which confinement commands get, when some tool or server runs them.
     let runs_programs = tools.entries().iter().any(|e| {
         e.grants
             .as_ref()
             .is_some_and(|g| g.programs().next().is_some())
-    });
-    let confinement = runs_programs.then(|| match warden_confine::probe() {
-        Ok(m) => m.to_string(),
-        Err(e) => e.to_string(),
-    });
+    }) || servers
+        .iter()
+        .any(|s| matches!(s.launch, McpLaunch::Command(_)));
     // Where apps and pages would open, when some tool may open them.
     let opens_desktop = tools.entries().iter().any(|e| {
         e.grants
@@ -50,7 +48,7 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
                 "grants": s.grants,
             })).collect::<Vec<_>>(),
             "warnings": tools.warnings().iter().chain(&server_warnings).collect::<Vec<_>>(),
-            "exec_confinement": confinement,
+            "exec_confinement": runs_programs.then(render::confinement_json),
             "desktop": desktop,
             "instructions": ws.instructions.iter().map(|i| json!({
                 "source": i.source, "bytes": i.bytes.len(), "prompt_text": i.prompt_text(),
@@ -69,8 +67,9 @@ pub fn run(ws: &Workspace, json: bool) -> anyhow::Result<u8> {
     };
     writeln!(out, "workspace: {}", inert(&ws.root.display().to_string()))?;
     writeln!(out, "policy:    {source}")?;
-    if let Some(c) = &confinement {
-        writeln!(out, "commands:  {c}")?;
+    if runs_programs {
+        let lines = render::confinement_lines("             ");
+        writeln!(out, "commands:  {}", lines.join("\n"))?;
     }
     if let Some(d) = &desktop {
         writeln!(out, "desktop:   {}", inert(d))?;

@@ -115,3 +115,25 @@ pub fn mcp_tool_json(mcp: &McpTools, t: &McpTool) -> Value {
         "parameters": t.def.parameters,
     })
 }
+
+/// How commands are confined here, as the confinement itself reports it
+/// ([`warden_confine::probe`], which confines `true`): a line of what
+/// confines, then each guarantee with whether it holds, indented by
+/// `indent`; or why commands are refused. Shared by `warden policy`, the
+/// trust diff and `warden doctor`.
+pub fn confinement_lines(indent: &str) -> Vec<String> {
+    match warden_confine::probe() {
+        Ok(m) => std::iter::once(m.to_string())
+            .chain(m.lines().into_iter().map(|l| format!("{indent}{l}")))
+            .collect(),
+        Err(e) => vec![e.to_string()],
+    }
+}
+
+/// [`confinement_lines`] as JSON.
+pub fn confinement_json() -> Value {
+    match warden_confine::probe() {
+        Ok(m) => serde_json::to_value(&m).unwrap_or(Value::Null),
+        Err(e) => json!({ "refused": e.to_string() }),
+    }
+}

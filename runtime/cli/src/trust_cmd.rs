@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use warden_policy::{Change, TrustState, decide, diff, inert, inert_text};
+use warden_policy::{Capability, Change, TrustState, decide, diff, inert, inert_text};
 use warden_workspace::{Folders, Workspace};
 
 use crate::prompt::Answer;
@@ -119,6 +119,13 @@ fn show_changes(out: &mut impl Write, root: &Path, changes: &[Change]) -> std::i
     for c in changes {
         // Paths and names in a change are shown inert by its Display.
         writeln!(out, "  {c}")?;
+    }
+    if changes.iter().any(Change::runs_programs) {
+        if let Some(note) = Capability::kind_note("exec") {
+            writeln!(out, "programs: {note}")?;
+        }
+        let lines = crate::render::confinement_lines("  ");
+        writeln!(out, "commands run here under {}", lines.join("\n"))?;
     }
     Ok(())
 }

@@ -41,6 +41,7 @@
 
 #![allow(unsafe_code)]
 
+mod alone;
 mod cgroup;
 mod landlock;
 mod mounts;
@@ -48,6 +49,7 @@ mod process;
 mod seccomp;
 
 pub(crate) use cgroup::{cgroup_parent, remove_cgroups};
+pub use cgroup::remove_stale as remove_stale_cgroups;
 pub use landlock::SYSTEM_DIRS;
 pub use process::{HELPER_ARG, helper_main};
 pub(crate) use process::{REPORT, SPEC_VAR};

@@ -65,7 +65,7 @@ fn landlock_abi() -> Result<i32, String> {
 /// The settings that forbid new user namespaces, read where the kernel
 /// shows them. A seccomp filter around warden (a container's) may forbid
 /// them too without saying so here: the probe tells.
-fn user_namespaces() -> Result<String, String> {
+pub(crate) fn user_namespaces() -> Result<String, String> {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .ok()

@@ -31,6 +31,7 @@
 //! ```
 
 mod capture;
+mod guarantees;
 #[cfg(target_os = "linux")]
 mod helper;
 #[cfg(target_os = "linux")]
@@ -43,16 +44,19 @@ mod spec;
 mod unsupported;
 
 #[cfg(target_os = "linux")]
-pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main};
+pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main, remove_stale_cgroups};
 #[cfg(target_os = "linux")]
 pub use kernel::{Kernel, kernel};
 pub use program::{find_program, is_executable};
 #[cfg(target_os = "linux")]
 pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
+pub use guarantees::{Facts, mechanism};
 pub use spec::{
-    Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable, unenforceable,
+    Confinement, Error, Finished, Guarantee, Limit, Mechanism, Result, Spec, Status, Unavailable,
+    default_confinement, set_default_confinement, unenforceable,
 };
 #[cfg(not(target_os = "linux"))]
 pub use unsupported::{
-    HELPER_ARG, Kernel, SYSTEM_DIRS, Stop, helper_main, kernel, probe, run, run_until, set_helper,
+    HELPER_ARG, Kernel, SYSTEM_DIRS, Stop, helper_main, kernel, probe, remove_stale_cgroups, run,
+    run_until, set_helper,
 };

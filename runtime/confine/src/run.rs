@@ -75,7 +75,7 @@ fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
 fn read_report(stdout: &mut ChildStdout) -> Option<String> {
     let mut line = Vec::new();
     let mut b = [0u8; 1];
-    while line.len() < 4096 {
+    while line.len() < 64 << 10 {
         match stdout.read(&mut b) {
             Ok(1) if b[0] == b'\n' => break,
             Ok(1) => line.push(b[0]),
@@ -98,7 +98,11 @@ fn check_report(report: Option<String>, ended: impl FnOnce() -> String) -> Resul
     };
     let (kind, text) = report.split_once(' ').unwrap_or((report.as_str(), ""));
     match kind {
-        "ok" => Ok(Mechanism(text.to_string())),
+        "ok" => serde_json::from_str(text).map_err(|e| {
+            Error::Setup(format!(
+                "the confinement helper's report is not understood ({e}); is the helper this warden's own binary?"
+            ))
+        }),
         "unavailable" => Err(Unavailable {
             missing: text.to_string(),
         }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -46,6 +47,63 @@ pub struct Spec {
     pub processes: u64,
     /// Bytes of stdout and of stderr kept each: the head and the tail.
     pub output: usize,
+    /// Which mechanism may confine it (default: [`default_confinement`]).
+    #[serde(default)]
+    pub confinement: Confinement,
+}
+
+/// Which mechanism confines a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confinement {
+    /// Namespaces where they can be made, else Landlock and seccomp alone.
+    #[default]
+    Auto,
+    /// Namespaces, Landlock and seccomp, or nothing runs (`confinement =
+    /// "namespaces"`: never run with less).
+    Namespaces,
+    /// Landlock and seccomp alone, even where namespaces could be made.
+    Landlock,
+}
+
+impl Confinement {
+    /// The word of the setting: `auto`, `namespaces`, `landlock`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Confinement::Auto => "auto",
+            Confinement::Namespaces => "namespaces",
+            Confinement::Landlock => "landlock",
+        }
+    }
+
+    /// The setting from its word.
+    pub fn from_word(word: &str) -> Option<Confinement> {
+        [
+            Confinement::Auto,
+            Confinement::Namespaces,
+            Confinement::Landlock,
+        ]
+        .into_iter()
+        .find(|c| c.word() == word)
+    }
+}
+
+static DEFAULT_CONFINEMENT: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the mechanism [`Spec::new`] asks for, for the whole process (from
+/// the workspace's and the user's `confinement` setting).
+pub fn set_default_confinement(c: Confinement) {
+    DEFAULT_CONFINEMENT.store(c as u8, Ordering::SeqCst);
+}
+
+/// The mechanism [`Spec::new`] asks for: [`Confinement::Auto`] unless
+/// [`set_default_confinement`] said otherwise.
+pub fn default_confinement() -> Confinement {
+    match DEFAULT_CONFINEMENT.load(Ordering::SeqCst) {
+        1 => Confinement::Namespaces,
+        2 => Confinement::Landlock,
+        _ => Confinement::Auto,
+    }
 }
 
 impl Spec {
@@ -66,6 +124,7 @@ impl Spec {
             memory: 1 << 30,
             processes: 256,
             output: 64 << 10,
+            confinement: default_confinement(),
         }
     }
 
@@ -139,13 +198,65 @@ pub struct Finished {
     pub limits: Vec<Limit>,
 }
 
-/// The confinement in force: what [`probe`](crate::probe) reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mechanism(pub String);
+/// The confinement in force, as the helper that set it up reports it:
+/// what [`probe`](crate::probe) returns, and what `warden policy` and
+/// `warden doctor` list, guarantee by guarantee.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mechanism {
+    /// [`Confinement::Namespaces`] or [`Confinement::Landlock`].
+    pub kind: Confinement,
+    /// One line: what confines a run.
+    pub summary: String,
+    /// Why not namespaces, where the run fell back to Landlock and
+    /// seccomp alone.
+    #[serde(default)]
+    pub fallback: Option<String>,
+    /// What holds for a run here, and what does not.
+    pub guarantees: Vec<Guarantee>,
+}
+
+/// One promise about a confined run, and whether it holds here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guarantee {
+    /// What is promised: "no process outlives the call".
+    pub what: String,
+    /// Whether this mechanism keeps it here.
+    pub holds: bool,
+    /// By what it holds, or why it does not.
+    pub how: String,
+}
+
+impl Mechanism {
+    /// Whether the guarantee whose text begins with `what` holds.
+    pub fn holds(&self, what: &str) -> Option<bool> {
+        self.guarantees
+            .iter()
+            .find(|g| g.what.starts_with(what))
+            .map(|g| g.holds)
+    }
+
+    /// The guarantees as listing lines: `✓ what (how)` or `✗ what — how`.
+    pub fn lines(&self) -> Vec<String> {
+        self.guarantees
+            .iter()
+            .map(|g| {
+                if g.holds {
+                    format!("\u{2713} {} ({})", g.what, g.how)
+                } else {
+                    format!("\u{2717} {} \u{2014} {}", g.what, g.how)
+                }
+            })
+            .collect()
+    }
+}
 
 impl fmt::Display for Mechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.summary)?;
+        if let Some(why) = &self.fallback {
+            write!(f, " ({why})")?;
+        }
+        Ok(())
     }
 }
 

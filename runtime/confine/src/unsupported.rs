@@ -73,3 +73,6 @@ pub fn probe() -> Result<Mechanism, Unavailable> {
 
 /// Nothing to set.
 pub fn set_helper(_path: std::path::PathBuf) {}
+
+/// Nothing to remove: no run makes a cgroup here.
+pub fn remove_stale_cgroups() {}

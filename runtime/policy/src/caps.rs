@@ -118,6 +118,12 @@ impl Capability {
     /// values alone would not say it: an app is not confined.
     pub fn kind_note(kind: &str) -> Option<&'static str> {
         match kind {
+            "exec" => Some(
+                "each runs confined to the tool's files and network; the confinement is on files \
+                 and network, not on programs: a granted program may start any other program in \
+                 the system folders or the write grants (git's hooks and aliases, python's \
+                 os.system)",
+            ),
             "apps" => Some(
                 "started in your desktop session, unconfined; they keep running after warden exits",
             ),

@@ -32,6 +32,11 @@ pub struct PolicyFile {
     /// each with where it is in the text.
     #[serde(default)]
     pub mcp: BTreeMap<ToolName, Spanned<McpSection>>,
+    /// How commands must be confined: "auto" (namespaces where they can
+    /// be made, else Landlock and seccomp alone) or "namespaces" (refuse
+    /// commands rather than run them with less).
+    #[serde(default, deserialize_with = "confinement")]
+    pub confinement: Option<String>,
 }
 
 /// `[mcp.NAME]`: an MCP server, and what it may reach. Its tools appear
@@ -194,6 +199,31 @@ fn command_line(value: toml::Value) -> Result<Vec<String>, String> {
     }
 }
 
+fn confinement<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "auto" | "namespaces" => Ok(Some(s)),
+        "landlock" => Err(D::Error::custom(
+            "confinement \"landlock\" (less than commands get where namespaces can be made) \
+             is the user's choice, not a workspace's: set it in your config.toml, or use \
+             \"auto\" or \"namespaces\" here",
+        )),
+        _ => Err(D::Error::custom(format!(
+            "unknown confinement `{s}`: use \"auto\" or \"namespaces\""
+        ))),
+    }
+}
+
+fn user_confinement<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.as_str() {
+        "auto" | "namespaces" | "landlock" => Ok(Some(s)),
+        _ => Err(D::Error::custom(format!(
+            "unknown confinement `{s}`: use \"auto\", \"namespaces\" or \"landlock\""
+        ))),
+    }
+}
+
 fn approval<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     match s.as_str() {
@@ -296,7 +326,7 @@ fn check_env_name(name: &str) -> Result<(), String> {
 }
 
 /// The per-user configuration file (`$XDG_CONFIG_HOME/warden/config.toml`):
-/// a `[model]` section and `approval`.
+/// a `[model]` section, `approval` and `confinement`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserConfig {
@@ -308,6 +338,12 @@ pub struct UserConfig {
     /// ("never", "writes" or "always"); a workspace may only ask more.
     #[serde(default, deserialize_with = "approval")]
     pub approval: Option<String>,
+    /// How commands are confined in every workspace: "auto", "namespaces"
+    /// (refuse rather than run with less) or "landlock" (Landlock and
+    /// seccomp alone, even where namespaces can be made); a workspace may
+    /// only ask for namespaces.
+    #[serde(default, deserialize_with = "user_confinement")]
+    pub confinement: Option<String>,
 }
 
 /// The user's config file, in warden's per-user config folder.

@@ -121,6 +121,11 @@ impl Policy {
         self.file.approval.as_deref()
     }
 
+    /// `confinement`: "auto" or "namespaces", when the file sets it.
+    pub fn confinement(&self) -> Option<&str> {
+        self.file.confinement.as_deref()
+    }
+
     /// The `[model]` section (all fields unset when absent).
     pub fn model(&self) -> &ModelSection {
         &self.file.model

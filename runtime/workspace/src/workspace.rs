@@ -190,7 +190,28 @@ impl Workspace {
             ws.mode = Mode::SafeDefaults;
         }
         ws.trusted = trusted;
+        warden_confine::set_default_confinement(ws.confinement());
         Ok(ws)
+    }
+
+    /// How commands are confined here, from the user's and the
+    /// workspace's `confinement`: namespaces when either requires them,
+    /// else Landlock and seccomp alone when the user asks for that, else
+    /// whichever this machine gives. A config file that does not parse
+    /// counts for nothing here (the commands that read it say why).
+    pub fn confinement(&self) -> warden_confine::Confinement {
+        use warden_confine::Confinement;
+        let user = warden_policy::load_user_config(&self.folders.config_file())
+            .ok()
+            .and_then(|c| c.confinement);
+        let asked = [user.as_deref(), self.policy.confinement()];
+        if asked.contains(&Some("namespaces")) {
+            Confinement::Namespaces
+        } else if user.as_deref() == Some("landlock") {
+            Confinement::Landlock
+        } else {
+            Confinement::Auto
+        }
     }
 
     /// Opens `dir` with its current policy and every drop-in, trusted or

@@ -9,14 +9,29 @@ use super::Check;
 /// says what was in force, or what is missing), then the Landlock ABI,
 /// user namespaces and cgroups as the kernel reports them.
 pub fn checks() -> Vec<Check> {
-    let mut out = vec![match warden_confine::probe() {
-        Ok(mechanism) => Check::pass(format!("commands are confined: {mechanism}")),
-        Err(e) => Check::fail(
+    let mut out = match warden_confine::probe() {
+        Ok(mechanism) => {
+            let mut out = vec![Check::pass(format!("commands are confined: {mechanism}"))];
+            out.extend(mechanism.guarantees.iter().map(|g| {
+                if g.holds {
+                    Check::pass(format!("{} ({})", g.what, g.how))
+                } else {
+                    Check::fail(
+                        format!("{} \u{2014} {}", g.what, g.how),
+                        "user namespaces give it (see the user namespaces line below); \
+                         `confinement = \"namespaces\"` refuses commands rather than run them \
+                         without it",
+                    )
+                }
+            }));
+            out
+        }
+        Err(e) => vec![Check::fail(
             e.to_string(),
             "tools that run programs (shell, MCP servers by command) are refused here; \
              the rest of warden works",
-        ),
-    }];
+        )],
+    };
     out.extend(kernel_lines(&warden_confine::kernel()));
     out
 }
@@ -33,8 +48,9 @@ fn kernel_lines(k: &Kernel) -> Vec<Check> {
         Ok(setting) => Check::pass(format!("user namespaces can be made ({setting})")),
         Err(why) => Check::fail(
             format!("user namespaces are {why}"),
-            "commands need them (PID, mount and network namespaces of their own): allow them \
-             (`sysctl -w user.max_user_namespaces=15000`, or your system's setting)",
+            "commands run under Landlock and seccomp alone, with the guarantees above; for \
+             namespaces, allow them (`sysctl -w user.max_user_namespaces=15000`, or your \
+             system's setting)",
         ),
     };
     let pids = match (&k.pids_cgroup, k.root) {
@@ -88,9 +104,10 @@ mod tests {
             vec![
                 "  ✗ Landlock is not supported by this kernel → commands are confined by \
                  Landlock: without it they are refused",
-                "  ✗ user namespaces are disabled: user.max_user_namespaces = 0 → commands need \
-                 them (PID, mount and network namespaces of their own): allow them (`sysctl -w \
-                 user.max_user_namespaces=15000`, or your system's setting)",
+                "  ✗ user namespaces are disabled: user.max_user_namespaces = 0 → commands run \
+                 under Landlock and seccomp alone, with the guarantees above; for namespaces, \
+                 allow them (`sysctl -w user.max_user_namespaces=15000`, or your system's \
+                 setting)",
                 "  ✗ no cgroup v1 pids controller, and warden runs as root, for whom the kernel \
                  ignores RLIMIT_NPROC: commands are refused → run warden as an ordinary user, \
                  or mount the pids controller at /sys/fs/cgroup/pids",

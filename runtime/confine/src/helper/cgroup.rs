@@ -90,6 +90,16 @@ pub(super) fn remove_stale_cgroups(parent: &Path) {
     }
 }
 
+/// Removes the cgroups of runs whose helper is gone, under both
+/// controllers (warden was killed during their run).
+pub fn remove_stale() {
+    for controller in ["pids", "memory"] {
+        if let Some(parent) = cgroup_parent(controller) {
+            remove_stale_cgroups(&parent);
+        }
+    }
+}
+
 /// Creates this helper's `memory` cgroup bounding the whole run to
 /// `bytes` (swap included where the kernel counts it), if it can.
 pub(super) fn memory_cgroup(bytes: u64) -> Option<std::path::PathBuf> {

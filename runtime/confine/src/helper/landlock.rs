@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use ::landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
@@ -23,7 +23,10 @@ pub const SYSTEM_DIRS: &[&str] = &[
 ];
 
 /// What programs need from `/etc` (the loader cache, user and host names,
-/// certificates, time zone, alternatives), and nothing else of it.
+/// certificates, time zone, alternatives), and nothing else of it:
+/// certificates by their certificate paths, never a private key
+/// (`/etc/ssl/private`, `/etc/pki/tls/private`; `/usr/lib/ssl/private`
+/// is a link to the former, and Landlock checks where a link leads).
 pub(super) const ETC: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -39,8 +42,15 @@ pub(super) const ETC: &[&str] = &[
     "/etc/protocols",
     "/etc/localtime",
     "/etc/timezone",
-    "/etc/ssl",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/cert.pem",
+    "/etc/pki/tls/openssl.cnf",
+    "/etc/pki/ca-trust/extracted",
+    "/etc/pki/ca-trust/source",
     "/etc/alternatives",
     "/etc/mime.types",
     "/etc/os-release",
@@ -58,13 +68,17 @@ pub(super) const DEVICES: &[&str] = &[
     "/dev/urandom",
 ];
 
-/// Restricts the init (and everything it starts) with Landlock; `proc`:
-/// the run's own procfs is mounted on `/proc`, readable.
+/// Restricts the process (and everything it starts) with Landlock;
+/// `proc`: the run's own procfs is mounted on `/proc`, readable;
+/// `network`: the host network is granted (else no TCP connect or bind,
+/// where the kernel's ABI checks them). Returns the ABI the kernel
+/// enforces.
 pub(super) fn landlock(
     grants: &[Grant],
     programs: &[OwnedFd],
     proc: bool,
-) -> Result<String, String> {
+    network: bool,
+) -> Result<i32, String> {
     let abi = LANDLOCK_ABI;
     let unavailable = |e: &dyn std::fmt::Display| format!("unavailable Landlock: {e}");
     let mut rules = Ruleset::default()
@@ -72,9 +86,13 @@ pub(super) fn landlock(
         .handle_access(AccessFs::from_all(abi))
         .map_err(|e| unavailable(&e))?
         .scope(Scope::from_all(abi))
-        .map_err(|e| unavailable(&e))?
-        .create()
         .map_err(|e| unavailable(&e))?;
+    if !network {
+        rules = rules
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| unavailable(&e))?;
+    }
+    let mut rules = rules.create().map_err(|e| unavailable(&e))?;
     let read = AccessFs::from_read(abi);
     let file_read = read & AccessFs::from_file(abi);
     let device =
@@ -127,10 +145,10 @@ pub(super) fn landlock(
                 .to_string(),
         ),
         (_, LandlockStatus::Available { effective_abi, kernel_abi }) => {
-            let kernel = kernel_abi.unwrap_or(effective_abi as i32);
-            Ok(format!("ABI {kernel}"))
+            Ok(kernel_abi.unwrap_or(effective_abi as i32))
         }
-        (_, _) => Ok("(ABI unknown)".to_string()),
+        // Enforced, by an ABI the crate cannot name: the lowest.
+        (_, _) => Ok(1),
     }
 }
 

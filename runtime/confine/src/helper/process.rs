@@ -16,12 +16,14 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, raise, si
 use nix::sys::wait::{WaitStatus, wait, waitpid};
 use nix::unistd::{ForkResult, Pid, chdir, execve, fork, getgid, getppid, getuid, pipe2};
 
-use crate::spec::Spec;
+use crate::guarantees::{Facts, mechanism};
+use crate::spec::{Confinement, Mechanism, Spec};
 
+use super::alone;
 use super::cgroup::{memory_cgroup, pids_cgroup};
 use super::landlock::landlock;
 use super::mounts::{mount_proc, read_only_but};
-use super::seccomp::seccomp;
+use super::seccomp::{Filter, seccomp};
 
 /// The argument that makes warden run as the helper.
 pub const HELPER_ARG: &str = "__confine";
@@ -33,14 +35,14 @@ pub(crate) const SPEC_VAR: &str = "WARDEN_CONFINE_SPEC";
 pub(crate) const REPORT: &str = "\0warden-confine ";
 
 /// The init's pid, once cloned, for [`on_term`].
-static INIT_PID: AtomicI32 = AtomicI32::new(0);
+pub(super) static INIT_PID: AtomicI32 = AtomicI32::new(0);
 /// Whether warden asked the run to stop before the init existed.
-static TERMINATED: AtomicBool = AtomicBool::new(false);
+pub(super) static TERMINATED: AtomicBool = AtomicBool::new(false);
 
 /// `SIGTERM` from warden: kill the init, whose death ends the PID
 /// namespace; the helper then reaps it and exits only once every process
 /// of the run is gone, so warden's wait for the helper is a wait for all.
-extern "C" fn on_term(_: std::ffi::c_int) {
+pub(super) extern "C" fn on_term(_: std::ffi::c_int) {
     TERMINATED.store(true, Ordering::SeqCst);
     let pid = INIT_PID.load(Ordering::SeqCst);
     if pid > 0 {
@@ -62,7 +64,14 @@ pub fn helper_main(args: &[String]) -> ! {
     std::process::exit(code)
 }
 
-fn report(line: &str) {
+/// The report that confinement is in force: the mechanism as JSON (one
+/// line: JSON escapes every newline).
+pub(super) fn report_ok(mechanism: &Mechanism) {
+    let json = serde_json::to_string(mechanism).expect("a mechanism always serializes");
+    report(&format!("ok {json}"));
+}
+
+pub(super) fn report(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(format!("{REPORT}{line}\n").as_bytes());
     let _ = out.flush();
@@ -95,6 +104,15 @@ fn helper(args: &[String]) -> Result<i32, String> {
     unsafe { sigaction(Signal::SIGTERM, &term) }
         .map_err(|e| format!("setup signal handler: {e}"))?;
 
+    // Where the kernel says up front that user namespaces cannot be made
+    // (or AppArmor would make one powerless), no clone is tried.
+    let unavailable = crate::kernel::user_namespaces().map_err(|why| format!("user namespaces are {why}"));
+    match (spec.confinement, unavailable) {
+        (Confinement::Landlock, _) => return alone::run(&spec, None),
+        (Confinement::Auto, Err(why)) => return alone::run(&spec, Some(why)),
+        (Confinement::Namespaces, Err(why)) => return Err(required(&why)),
+        (_, Ok(_)) => {}
+    }
     let (go_r, go_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let (st_r, st_w) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("setup pipe: {e}"))?;
     let root = getuid().is_root();
@@ -119,11 +137,25 @@ fn helper(args: &[String]) -> Result<i32, String> {
     // anything else runs), so the child, a copy of it, holds no lock
     // another thread was holding; the stack outlives the call in the
     // parent and is the child's own copy in the child.
-    let child = unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) }
-        .map_err(|e| match e {
-            Errno::EPERM | Errno::EINVAL | Errno::ENOSYS => format!("unavailable cannot create user, PID, mount, IPC and network namespaces ({e}): unprivileged user namespaces are disabled or not built into this kernel"),
-            _ => format!("setup cannot start the confined run now ({e}): too many processes or namespaces on this host; try again when fewer run"),
-        })?;
+    let child =
+        match unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) } {
+            Ok(child) => child,
+            Err(e) => {
+                let Some(why) = no_namespaces(e) else {
+                    return Err(format!("setup cannot start the confined run now ({e}): too many processes or namespaces on this host; try again when fewer run"));
+                };
+                if let Some(dir) = &cgroup {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                if let Some(dir) = &memory {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                if spec.confinement == Confinement::Namespaces {
+                    return Err(required(&why));
+                }
+                return alone::run(&spec, Some(why));
+            }
+        };
     INIT_PID.store(child.as_raw(), Ordering::SeqCst);
     if TERMINATED.load(Ordering::SeqCst) {
         let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
@@ -181,9 +213,7 @@ fn helper(args: &[String]) -> Result<i32, String> {
         .and_then(|s| s.parse::<i32>().ok())
     {
         if let Ok(sig) = Signal::try_from(sig) {
-            // SAFETY: restoring the default action of a signal is always sound.
-            let _ = unsafe { signal(sig, SigHandler::SigDfl) };
-            let _ = raise(sig);
+            return Ok(end_as(WaitStatus::Signaled(child, sig, false)));
         }
         return Ok(128 + sig);
     }
@@ -193,18 +223,47 @@ fn helper(args: &[String]) -> Result<i32, String> {
     {
         return Ok(code);
     }
-    Ok(match init_status {
-        Ok(WaitStatus::Exited(_, code)) => code,
-        // The init itself was killed (by the kernel, out of memory): the
-        // whole run ended with it.
-        Ok(WaitStatus::Signaled(_, sig, _)) => {
+    // The init itself was killed (by the kernel, out of memory): the
+    // whole run ended with it.
+    Ok(init_status.map_or(125, end_as))
+}
+
+/// The helper's exit code for how the program ended; one killed by a
+/// signal is relayed as that signal (the helper raises it on itself).
+pub(super) fn end_as(status: WaitStatus) -> i32 {
+    match status {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, sig, _) => {
             // SAFETY: restoring the default action of a signal is always sound.
             let _ = unsafe { signal(sig, SigHandler::SigDfl) };
             let _ = raise(sig);
             128 + sig as i32
         }
         _ => 125,
-    })
+    }
+}
+
+/// Why namespaces cannot be made, if `clone` failed for that reason (and
+/// not for a passing shortage).
+fn no_namespaces(e: Errno) -> Option<String> {
+    match e {
+        Errno::EPERM | Errno::EINVAL | Errno::ENOSYS => Some(format!(
+            "the kernel refused to make a user namespace ({e}): a seccomp filter around warden (a container's) or AppArmor forbids it"
+        )),
+        // ENOSPC is also a full count of namespaces: only a limit of 0 is
+        // the setting.
+        Errno::ENOSPC => crate::kernel::user_namespaces()
+            .err()
+            .map(|why| format!("user namespaces are {why}")),
+        _ => None,
+    }
+}
+
+/// The refusal when `confinement = "namespaces"` and they cannot be made.
+fn required(why: &str) -> String {
+    format!(
+        "unavailable {why}; `confinement = \"namespaces\"` asks for them, so commands are refused (remove that setting to run them under Landlock + seccomp alone)"
+    )
 }
 
 /// Maps the user's own ids to root inside the namespace: files are
@@ -219,8 +278,8 @@ fn map_ids(child: Pid) -> std::io::Result<()> {
 
 /// What the helper sends the init once the run may start: plain, or with
 /// the whole run in a memory cgroup.
-const GO: u8 = b'1';
-const GO_WHOLE_MEMORY: u8 = b'm';
+pub(super) const GO: u8 = b'1';
+pub(super) const GO_WHOLE_MEMORY: u8 = b'm';
 
 /// PID 1 of the run. Returns its exit code (the helper reads the program's
 /// status from `status`).
@@ -242,7 +301,7 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
         return 125;
     }
     match confine(spec, b[0] == GO_WHOLE_MEMORY) {
-        Ok(mechanism) => report(&format!("ok {mechanism}")),
+        Ok(mechanism) => report_ok(&mechanism),
         Err(line) => {
             report(&line);
             return 125;
@@ -297,7 +356,7 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
 /// session of its own (a `kill(0)` reaches only the run), and no
 /// descriptor but stdin, stdout and stderr (one warden inherited would be
 /// readable whatever the grants: Landlock checks opens, not descriptors).
-fn start_clean() {
+pub(super) fn start_clean() {
     for sig in Signal::iterator() {
         if !matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
             // SAFETY: restoring the default action of a signal is always sound.
@@ -338,16 +397,16 @@ fn close_from_3(flags: u32) {
     }
 }
 
-fn cstring(bytes: &[u8]) -> CString {
+pub(super) fn cstring(bytes: &[u8]) -> CString {
     // Spec strings come from Rust strings and paths: a NUL inside is cut there.
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     CString::new(&bytes[..end]).expect("no NUL left")
 }
 
 /// Limits, ids, the working directory, `/proc` and Landlock, in the init
-/// (and so in everything it starts). Returns the mechanism's description,
-/// or the report line of what failed.
-fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
+/// (and so in everything it starts). Returns the mechanism in force, or
+/// the report line of what failed.
+fn confine(spec: &Spec, whole_memory: bool) -> Result<Mechanism, String> {
     let processes = spec.processes.max(2);
     setrlimit(Resource::RLIMIT_NPROC, processes, processes)
         .map_err(|e| format!("setup cannot limit processes: {e}"))?;
@@ -364,25 +423,16 @@ fn confine(spec: &Spec, whole_memory: bool) -> Result<String, String> {
             spec.cwd.display()
         )
     })?;
-    let abi = landlock(&grants, &programs, proc.is_ok())?;
-    seccomp()?;
-    let net = if spec.network {
-        "the host network (granted)"
-    } else {
-        "an empty network namespace"
+    let abi = landlock(&grants, &programs, proc.is_ok(), spec.network)?;
+    seccomp(Filter::Namespaced)?;
+    let facts = Facts {
+        abi,
+        network: spec.network,
+        proc: proc.map_err(|e| e.to_string()),
+        whole_memory,
+        root: false,
     };
-    let proc = match proc {
-        Ok(()) => "its own /proc (only the run's processes)".to_string(),
-        Err(e) => format!("no /proc (the kernel refused one: {e})"),
-    };
-    let memory = if whole_memory {
-        "rlimits (processes, memory per process) + a memory cgroup (all processes together)"
-    } else {
-        "rlimits (processes, memory per process; no memory cgroup to bound them together)"
-    };
-    Ok(format!(
-        "Landlock {abi} (files) + read-only mounts but the write grants + user, PID and IPC namespaces (no process outlives the call) + {net} + {proc} + seccomp (Internet and netlink sockets only, no io_uring, no keyrings) + {memory}"
-    ))
+    Ok(mechanism(Confinement::Namespaces, &facts, None))
 }
 
 /// A granted directory, opened once for the remount and Landlock.
@@ -395,7 +445,7 @@ pub(super) struct Grant<'a> {
 /// Opens each granted directory (`O_PATH`), and refuses one whose path no
 /// longer leads to the directory the caller pinned (moved, or replaced by
 /// a link since warden opened it: a run must not follow it elsewhere).
-fn open_grants(spec: &Spec) -> Result<Vec<Grant<'_>>, String> {
+pub(super) fn open_grants(spec: &Spec) -> Result<Vec<Grant<'_>>, String> {
     let read = spec.read.iter().map(|p| (p, false));
     let write = spec.write.iter().map(|p| (p, true));
     read.chain(write)
@@ -426,7 +476,7 @@ fn open_grants(spec: &Spec) -> Result<Vec<Grant<'_>>, String> {
 /// Opens each granted program (`O_PATH`) by its path, refusing a symlink
 /// anywhere on it and anything but a regular file: what the path leads to
 /// now is what the rule will allow.
-fn open_programs(spec: &Spec) -> Result<Vec<OwnedFd>, String> {
+pub(super) fn open_programs(spec: &Spec) -> Result<Vec<OwnedFd>, String> {
     use nix::fcntl::{OpenHow, ResolveFlag};
     spec.programs
         .iter()

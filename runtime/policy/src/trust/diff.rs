@@ -141,6 +141,25 @@ pub enum Change {
 
 /// Every line is safe to print: paths and file names from the workspace
 /// are shown inert.
+impl Change {
+    /// Whether it lets a tool run programs it could not (a program to
+    /// `exec`, or a new tool or server that runs some): the confinement
+    /// they run under is then part of what is trusted.
+    pub fn runs_programs(&self) -> bool {
+        match self {
+            Change::ToolAdded { record, .. } => {
+                matches!(record.mcp_launch(), Some(McpLaunch::Command(_)))
+                    || record
+                        .caps
+                        .iter()
+                        .any(|c| matches!(c, Capability::Exec { .. }))
+            }
+            Change::Gained { cap, .. } => matches!(cap, Capability::Exec { .. }),
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -324,6 +343,7 @@ fn settings(text: Option<&str>) -> Vec<(&'static str, Option<String>)> {
     let secs = |v: Option<std::time::Duration>| v.map(format_duration);
     vec![
         ("approval", quoted(file.approval)),
+        ("confinement", quoted(file.confinement)),
         ("model.base_url", quoted(m.base_url)),
         ("model.api_key_env", quoted(m.api_key_env)),
         ("model.model", quoted(m.model)),
