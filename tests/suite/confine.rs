@@ -93,7 +93,11 @@ fn spawn_talks_over_pipes_and_drop_kills_everything_it_started() {
         "sleep 778001 & setsid sleep 778002 & while read l; do echo \"got $l\"; done",
     );
     let mut p = warden_confine::spawn(&s, false).unwrap();
-    assert!(p.mechanism().summary.contains("Landlock"), "{}", p.mechanism());
+    assert!(
+        p.mechanism().summary.contains("Landlock"),
+        "{}",
+        p.mechanism()
+    );
     let mut stdin = p.take_stdin().unwrap();
     let mut stdout = BufReader::new(p.take_stdout().unwrap());
     stdin.write_all(b"ping\n").unwrap();

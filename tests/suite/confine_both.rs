@@ -56,7 +56,11 @@ fn nix_uid() -> u32 {
 fn each_mechanism_lists_what_holds_and_what_does_not() {
     let ns = mechanism(Confinement::Namespaces);
     assert_eq!(ns.kind, Confinement::Namespaces);
-    assert!(ns.guarantees.iter().all(|g| g.holds), "{:#?}", ns.guarantees);
+    assert!(
+        ns.guarantees.iter().all(|g| g.holds),
+        "{:#?}",
+        ns.guarantees
+    );
     let alone = mechanism(Confinement::Landlock);
     assert_eq!(alone.kind, Confinement::Landlock, "{alone}");
     assert!(alone.summary.contains("seccomp alone"), "{alone}");
@@ -84,7 +88,10 @@ fn each_mechanism_lists_what_holds_and_what_does_not() {
         "{lines:?}"
     );
     if root() {
-        assert!(alone.summary.contains("root's capabilities dropped"), "{alone}");
+        assert!(
+            alone.summary.contains("root's capabilities dropped"),
+            "{alone}"
+        );
     }
 }
 
@@ -207,7 +214,12 @@ fn alone_reads_and_writes_only_its_grants() {
         std::fs::read_to_string(sb.ws.join("inside.txt")).unwrap(),
         "ok\n"
     );
-    assert_eq!(done.stderr.matches("Permission denied").count(), 4, "{}", done.stderr);
+    assert_eq!(
+        done.stderr.matches("Permission denied").count(),
+        4,
+        "{}",
+        done.stderr
+    );
 }
 
 #[test]
@@ -238,7 +250,12 @@ fn alone_has_no_network_without_a_grant_and_the_host_network_with_one() {
     let mut s = spec(&sb, Confinement::Landlock, "python3 net.py");
     s.network = true;
     let done = warden_confine::run(&s).unwrap();
-    assert!(done.stdout.ends_with("connected\n"), "{}{}", done.stdout, done.stderr);
+    assert!(
+        done.stdout.ends_with("connected\n"),
+        "{}{}",
+        done.stdout,
+        done.stderr
+    );
     drop(listener);
 }
 
@@ -268,7 +285,11 @@ fn alone_no_process_outlives_the_run_ended_or_stopped() {
     assert!(done.stdout.contains("started"), "{}", done.stderr);
     gone(77910);
     // Its timeout ends it.
-    let mut s = spec(&sb, Confinement::Landlock, &format!("{}; sleep 1000", line(77920)));
+    let mut s = spec(
+        &sb,
+        Confinement::Landlock,
+        &format!("{}; sleep 1000", line(77920)),
+    );
     s.timeout = Duration::from_secs(2);
     let done = warden_confine::run(&s).unwrap();
     assert!(done.timed_out);
@@ -336,11 +357,7 @@ fn alone_a_root_warden_runs_commands_without_roots_capabilities() {
     let sb = Sandbox::new();
     std::fs::create_dir(sb.ws.join("theirs")).unwrap();
     std::os::unix::fs::chown(sb.ws.join("theirs"), Some(4321), Some(4321)).unwrap();
-    std::fs::set_permissions(
-        sb.ws.join("theirs"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(sb.ws.join("theirs"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let done = run(
         &sb,
         Confinement::Landlock,
@@ -350,6 +367,10 @@ fn alone_a_root_warden_runs_commands_without_roots_capabilities() {
     assert_eq!(done.stdout, "END\n", "{}", done.stderr);
     // Under namespaces the same root maps to root of its own namespace
     // only: a file of another user is no more writable.
-    let done = run(&sb, Confinement::Namespaces, "touch theirs/x && echo DAC; echo END");
+    let done = run(
+        &sb,
+        Confinement::Namespaces,
+        "touch theirs/x && echo DAC; echo END",
+    );
     assert_eq!(done.stdout, "END\n", "{}", done.stderr);
 }

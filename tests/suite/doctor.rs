@@ -50,11 +50,23 @@ fn on_this_machine_every_check_passes_with_a_model_that_answers() {
         "{}",
         r.stdout
     );
+    // Each guarantee of the mechanism, every one holding with namespaces.
+    let m = warden_tests::confinement();
+    assert_eq!(
+        commands[1..=m.guarantees.len()],
+        m.lines()
+            .iter()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>(),
+        "{}",
+        r.stdout
+    );
     // The kernel's parts, one line each: this machine confines commands,
     // so Landlock and user namespaces are there.
-    assert!(commands[1].starts_with("  ✓ Landlock ABI "), "{}", r.stdout);
+    let kernel = &commands[m.guarantees.len() + 1..];
+    assert!(kernel[0].starts_with("  ✓ Landlock ABI "), "{}", r.stdout);
     assert!(
-        commands[2].starts_with("  ✓ user namespaces can be made (user.max_user_namespaces = "),
+        kernel[1].starts_with("  ✓ user namespaces can be made (user.max_user_namespaces = "),
         "{}",
         r.stdout
     );
@@ -126,16 +138,37 @@ fn without_user_namespaces_it_reports_what_confinement_holds() {
     .arg(warden_bin());
     let r = run(&mut cmd);
     let commands = group(&r.stdout, "commands");
+    // Commands still run, under Landlock and seccomp alone, and the lines
+    // say why and what that gives less.
     assert!(
-        commands[0].starts_with("  ✗ commands cannot be confined here: "),
+        commands[0].starts_with("  ✓ commands are confined: Landlock ABI ")
+            && commands[0].contains(" + seccomp alone, no namespaces")
+            && commands[0]
+                .ends_with(" (user namespaces are disabled: user.max_user_namespaces = 0)"),
+        "{}",
+        r.stdout
+    );
+    let failed: Vec<&str> = commands
+        .iter()
+        .filter(|l| l.starts_with("  ✗ "))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "  ✗ metadata",
+            "  ✗ /proc",
+            "  ✗ user namespaces are disabled"
+        ],
         "{}",
         r.stdout
     );
     assert!(
         commands.contains(
-            &"  ✗ user namespaces are disabled: user.max_user_namespaces = 0 → commands need \
-              them (PID, mount and network namespaces of their own): allow them (`sysctl -w \
-              user.max_user_namespaces=15000`, or your system's setting)"
+            &"  ✗ user namespaces are disabled: user.max_user_namespaces = 0 → commands run \
+              under Landlock and seccomp alone, with the guarantees above; for namespaces, \
+              allow them (`sysctl -w user.max_user_namespaces=15000`, or your system's \
+              setting)"
         ),
         "{}",
         r.stdout

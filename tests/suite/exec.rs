@@ -684,7 +684,11 @@ fn a_command_changes_no_metadata_outside_its_write_grants() {
         // files the user owns outside the grants are not protected, and
         // `warden policy` says so.
         for done in ["CHMOD-OUT", "XATTR-OUT"] {
-            assert!(!r.stdout.contains(&format!("\n{done}")), "{done}: {}", r.stdout);
+            assert!(
+                !r.stdout.contains(&format!("\n{done}")),
+                "{done}: {}",
+                r.stdout
+            );
         }
         assert!(r.stdout.contains("WRITE-GRANT-OK"), "{}", r.stdout);
         let after = std::fs::metadata(&victim).unwrap();
@@ -1056,6 +1060,26 @@ fn a_read_only_grant_inside_a_write_grant_is_refused_for_processes() {
 
 #[test]
 fn policy_shows_exec_grants_and_the_confinement() {
+    let sb = Sandbox::new();
+    sb.policy("[tools.shell]\nexec = [\"sh\"]\nwrite = [\".\"]\n");
+    // The trust diff that grants a program says what exec means and the
+    // confinement it runs under, as `warden policy` does below.
+    let trusted = sb.trust();
+    let m = warden_tests::confinement();
+    assert!(
+        trusted.contains("\nprograms: each runs confined to the tool's files and network; the confinement is on files and network, not on programs"),
+        "{trusted}"
+    );
+    assert!(
+        trusted.contains(&format!("\ncommands run here under {m}\n")),
+        "{trusted}"
+    );
+    for line in m.lines() {
+        assert!(
+            trusted.contains(&format!("\n  {line}\n")),
+            "{line}: {trusted}"
+        );
+    }
     let sb = shell_sandbox("");
     let r = run(sb.warden().arg("policy"));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -1072,7 +1096,6 @@ fn policy_shows_exec_grants_and_the_confinement() {
     );
     // The confinement in force, guarantee by guarantee: what holds is what
     // this suite and `suite::confine_both` prove for that mechanism.
-    let m = warden_tests::confinement();
     assert!(
         r.stdout.contains(&format!("commands:  {m}\n")),
         "{}",
@@ -1345,4 +1368,54 @@ fn a_warden_killed_during_a_command_leaves_no_process_and_no_cgroup() {
     let r = run(sb.warden().arg("policy"));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(stale_cgroups(), Vec::<PathBuf>::new());
+}
+
+/// `confinement`: the user may ask for Landlock and seccomp alone; the
+/// user or a workspace may require namespaces, and then a command is
+/// refused where they cannot be made, with the setting that says why; a
+/// workspace may not ask for less.
+#[test]
+fn the_confinement_setting_chooses_or_requires_the_mechanism() {
+    let sb = shell_sandbox("");
+    let config = sb.home.join("config/warden");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "confinement = \"landlock\"\n").unwrap();
+    let policy = run(sb.warden().arg("policy"));
+    assert!(
+        policy.stdout.contains("+ seccomp alone, no namespaces"),
+        "{}",
+        policy.stdout
+    );
+    host_still_works(&sb);
+
+    std::fs::remove_file(config.join("config.toml")).unwrap();
+    sb.policy(
+        "confinement = \"namespaces\"\n[tools.shell]\nexec = [\"sh\"]\nread = [\".\"]\nwrite = [\"out\"]\n",
+    );
+    let trust = sb.trust();
+    assert!(trust.contains("confinement"), "{trust}");
+    let r = shell(&sb, "echo hi");
+    if warden_tests::namespaced() {
+        assert!(r.stdout.contains("--- stdout ---\nhi\n"), "{}", r.stdout);
+    } else {
+        let out = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            out.contains(
+                "user namespaces are disabled: user.max_user_namespaces = 0; `confinement = \
+                 \"namespaces\"` asks for them, so commands are refused"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("hi\n"), "{out}");
+    }
+
+    sb.policy("confinement = \"landlock\"\n[tools.shell]\nexec = [\"sh\"]\n");
+    let r = run(sb.warden().arg("trust"));
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("line 1, column 15")
+            && r.stderr.contains("is the user's choice, not a workspace's"),
+        "{}",
+        r.stderr
+    );
 }

@@ -31,8 +31,11 @@
 //! warden reads that from `memory.oom_control` after the run. The
 //! mechanism line says which of the two is in force.
 //!
+//! Where namespaces cannot be made, or the spec asks for Landlock and
+//! seccomp alone, the helper forks the program itself instead (`alone`).
+//!
 //! The process side is here; the mechanisms each have a module: `cgroup`,
-//! `seccomp`, `mounts`, `landlock`.
+//! `seccomp`, `mounts`, `landlock`, `alone`.
 //!
 //! This is the one module of the crate with `unsafe`: `clone` and `fork`
 //! (and `mount_setattr` in `mounts`), besides the Landlock version query
@@ -48,8 +51,8 @@ mod mounts;
 mod process;
 mod seccomp;
 
-pub(crate) use cgroup::{cgroup_parent, remove_cgroups};
 pub use cgroup::remove_stale as remove_stale_cgroups;
+pub(crate) use cgroup::{cgroup_parent, remove_cgroups};
 pub use landlock::SYSTEM_DIRS;
 pub use process::{HELPER_ARG, helper_main};
 pub(crate) use process::{REPORT, SPEC_VAR};

@@ -1,19 +1,25 @@
 //! Host processes confined by the kernel, with the same grants as a tool.
 //!
 //! A run sees only the directories it is given (read-only or read-write)
-//! plus the system's program and library directories, read-only: Linux
-//! Landlock enforces it on every open, whatever the path. It has no network
-//! unless granted (an empty network namespace), a process-count and a
-//! memory limit (per process, and for the whole run where a memory cgroup
-//! is available), a wall-clock timeout, no stdin, and exactly the
-//! environment given. It runs as PID 1's child in its own PID namespace,
-//! so nothing it starts survives it, `setsid` and double forks included,
-//! with a `/proc` of that namespace (read-only): it sees its own processes
-//! and nothing else of the host's. A seccomp filter refuses Unix-domain
-//! sockets (a socket file is reachable by path whatever Landlock allows)
-//! and io_uring; it has its own IPC namespace, and no descriptor warden
-//! inherited.
-//! Where the kernel cannot do this, nothing runs: the error says what is
+//! plus the system's program and library directories and what programs
+//! need of `/etc`, read-only: Linux Landlock enforces it on every open,
+//! whatever the path. It has no network unless granted, a process-count
+//! and a memory limit (per process, and for the whole run where a memory
+//! cgroup is available), a wall-clock timeout, no stdin, and exactly the
+//! environment given. Nothing it starts survives it, `setsid` and double
+//! forks included. A seccomp filter refuses Unix-domain sockets (a socket
+//! file is reachable by path whatever Landlock allows) but stream and
+//! seqpacket pairs, set-id modes and extended attributes, io_uring and the
+//! rest of the kernel surface no command needs; no descriptor warden
+//! inherited reaches it.
+//!
+//! Two mechanisms give this ([`Confinement`]): user, PID, mount, IPC and
+//! network namespaces with Landlock and seccomp, where namespaces can be
+//! made; Landlock and seccomp alone elsewhere (containers, AppArmor's
+//! `restrict_unprivileged_userns`), with a child-subreaper helper that
+//! kills every descendant. Each run reports the [`Mechanism`] in force
+//! with the [`Guarantee`]s that hold, built from the run's own facts.
+//! Where the kernel can give neither, nothing runs: the error says what is
 //! missing.
 //!
 //! The confinement is set up by warden itself, re-executed as a small
@@ -43,6 +49,7 @@ mod spec;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
 
+pub use guarantees::{Facts, mechanism};
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main, remove_stale_cgroups};
 #[cfg(target_os = "linux")]
@@ -50,7 +57,6 @@ pub use kernel::{Kernel, kernel};
 pub use program::{find_program, is_executable};
 #[cfg(target_os = "linux")]
 pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
-pub use guarantees::{Facts, mechanism};
 pub use spec::{
     Confinement, Error, Finished, Guarantee, Limit, Mechanism, Result, Spec, Status, Unavailable,
     default_confinement, set_default_confinement, unenforceable,

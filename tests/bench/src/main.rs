@@ -485,15 +485,20 @@ fn main() {
 
     println!();
     println!("exec: `true` as a confined process (median of 30)");
-    let (confined, unconfined) = exec_true();
+    let (confined, alone, unconfined) = exec_true();
     println!(
         "  spawn /bin/true, unconfined {:>11}   (baseline)",
         us(unconfined)
     );
     println!(
-        "  confined /bin/true         {:>12}   ({:.1}x baseline: helper, namespaces, Landlock, init)",
+        "  confined, namespaces       {:>12}   ({:.1}x baseline: helper, namespaces, Landlock, seccomp, init)",
         us(confined),
         ratio(confined, unconfined)
+    );
+    println!(
+        "  confined, Landlock alone   {:>12}   ({:.1}x baseline: helper, Landlock, seccomp)",
+        us(alone),
+        ratio(alone, unconfined)
     );
 
     web::run();
@@ -539,27 +544,39 @@ fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64()
 }
 
-/// A confined `true` (warden re-executed as the helper) and a plain spawn
-/// of `true`, interleaved so that a noisy moment hits both alike.
-fn exec_true() -> (Duration, Duration) {
+/// A confined `true` (warden re-executed as the helper) under each
+/// mechanism, and a plain spawn of `true`, interleaved so that a noisy
+/// moment hits all alike.
+fn exec_true() -> (Duration, Duration, Duration) {
+    use warden_confine::Confinement;
     warden_confine::set_helper(warden_bin());
     let program = ["/usr/bin/true", "/bin/true"]
         .into_iter()
         .find(|p| Path::new(p).exists())
         .expect("a `true` program");
-    let spec = warden_confine::Spec::new(program, "/");
-    let done = warden_confine::run(&spec).expect("confinement available for the benchmark");
-    assert_eq!(done.status, warden_confine::Status::Exited(0));
-    let (mut c, mut u) = (Vec::new(), Vec::new());
+    let spec = |c| {
+        let mut s = warden_confine::Spec::new(program, "/");
+        s.confinement = c;
+        s
+    };
+    let (ns, alone) = (spec(Confinement::Namespaces), spec(Confinement::Landlock));
+    for s in [&ns, &alone] {
+        let done = warden_confine::run(s).expect("confinement available for the benchmark");
+        assert_eq!(done.status, warden_confine::Status::Exited(0));
+    }
+    let (mut c, mut a, mut u) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..30 {
         let t = Instant::now();
-        warden_confine::run(&spec).unwrap();
+        warden_confine::run(&ns).unwrap();
         c.push(t.elapsed());
+        let t = Instant::now();
+        warden_confine::run(&alone).unwrap();
+        a.push(t.elapsed());
         let t = Instant::now();
         spawn(&mut Command::new(program));
         u.push(t.elapsed());
     }
-    (median(c), median(u))
+    (median(c), median(a), median(u))
 }
 
 /// The pages of each mapping touched since `/proc/self/clear_refs` was

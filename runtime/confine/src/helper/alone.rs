@@ -40,8 +40,8 @@ use crate::spec::{Confinement, Mechanism, Spec};
 use super::cgroup::{memory_cgroup, pids_cgroup};
 use super::landlock::landlock;
 use super::process::{
-    GO, GO_WHOLE_MEMORY, INIT_PID, TERMINATED, cstring, end_as, open_grants, open_programs,
-    report, report_ok, start_clean,
+    GO, GO_WHOLE_MEMORY, INIT_PID, TERMINATED, cstring, end_as, open_grants, open_programs, report,
+    report_ok, start_clean,
 };
 use super::seccomp::{Filter, seccomp};
 

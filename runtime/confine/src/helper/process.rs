@@ -106,7 +106,8 @@ fn helper(args: &[String]) -> Result<i32, String> {
 
     // Where the kernel says up front that user namespaces cannot be made
     // (or AppArmor would make one powerless), no clone is tried.
-    let unavailable = crate::kernel::user_namespaces().map_err(|why| format!("user namespaces are {why}"));
+    let unavailable =
+        crate::kernel::user_namespaces().map_err(|why| format!("user namespaces are {why}"));
     match (spec.confinement, unavailable) {
         (Confinement::Landlock, _) => return alone::run(&spec, None),
         (Confinement::Auto, Err(why)) => return alone::run(&spec, Some(why)),
@@ -137,25 +138,28 @@ fn helper(args: &[String]) -> Result<i32, String> {
     // anything else runs), so the child, a copy of it, holds no lock
     // another thread was holding; the stack outlives the call in the
     // parent and is the child's own copy in the child.
-    let child =
-        match unsafe { nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32)) } {
-            Ok(child) => child,
-            Err(e) => {
-                let Some(why) = no_namespaces(e) else {
-                    return Err(format!("setup cannot start the confined run now ({e}): too many processes or namespaces on this host; try again when fewer run"));
-                };
-                if let Some(dir) = &cgroup {
-                    let _ = std::fs::remove_dir(dir);
-                }
-                if let Some(dir) = &memory {
-                    let _ = std::fs::remove_dir(dir);
-                }
-                if spec.confinement == Confinement::Namespaces {
-                    return Err(required(&why));
-                }
-                return alone::run(&spec, Some(why));
+    let child = match unsafe {
+        nix::sched::clone(init, &mut stack, flags, Some(Signal::SIGCHLD as i32))
+    } {
+        Ok(child) => child,
+        Err(e) => {
+            let Some(why) = no_namespaces(e) else {
+                return Err(format!(
+                    "setup cannot start the confined run now ({e}): too many processes or namespaces on this host; try again when fewer run"
+                ));
+            };
+            if let Some(dir) = &cgroup {
+                let _ = std::fs::remove_dir(dir);
             }
-        };
+            if let Some(dir) = &memory {
+                let _ = std::fs::remove_dir(dir);
+            }
+            if spec.confinement == Confinement::Namespaces {
+                return Err(required(&why));
+            }
+            return alone::run(&spec, Some(why));
+        }
+    };
     INIT_PID.store(child.as_raw(), Ordering::SeqCst);
     if TERMINATED.load(Ordering::SeqCst) {
         let _ = nix::sys::signal::kill(child, Signal::SIGKILL);

@@ -48,7 +48,7 @@ pub(super) enum Filter {
 /// IPC (the host's).
 ///
 /// A call of another ABI (i386 through `int 0x80`) kills the process: its
-/// numbers are not these.
+/// numbers are not these; one through x32 is refused.
 pub(super) fn seccomp(filter: Filter) -> Result<(), String> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -199,16 +199,8 @@ pub(super) fn seccomp(filter: Filter) -> Result<(), String> {
         rules
     };
     let compile = |rules: Rules, errno: i32| -> Result<BpfProgram, seccompiler::Error> {
-        // On x86_64 the same calls can be made through the x32 ABI, with
-        // its bit set in the number and the same audit arch: where the
-        // kernel has x32, they would pass a filter of the plain numbers.
-        let x32 = rules
-            .iter()
-            .filter(|_| cfg!(target_arch = "x86_64"))
-            .map(|(nr, rule)| (nr | X32_SYSCALL_BIT, rule.clone()))
-            .collect::<Vec<_>>();
         let filter = SeccompFilter::new(
-            rules.into_iter().chain(x32).collect(),
+            rules.into_iter().collect(),
             SeccompAction::Allow,
             SeccompAction::Errno(u32::try_from(errno).expect("positive")),
             std::env::consts::ARCH.try_into()?,
@@ -219,12 +211,64 @@ pub(super) fn seccomp(filter: Filter) -> Result<(), String> {
         .and_then(|rules| compile(rules, libc::EACCES))
         .and_then(|first| Ok((first, compile(unknown(), libc::ENOSYS)?)))
         .map_err(|e| format!("setup seccomp filter: {e}"))?;
-    for program in [programs.0, programs.1] {
-        seccompiler::apply_filter(&program).map_err(|e| {
+    // The kernel checks a filter against every call number when it is
+    // attached (to learn which always pass): a short filter of its own for
+    // the x32 ABI halves the long one, which would otherwise list every
+    // number twice.
+    let filters = [no_x32(), programs.0, programs.1];
+    for program in filters.iter().filter(|p| !p.is_empty()) {
+        seccompiler::apply_filter(program).map_err(|e| {
             format!("unavailable seccomp filters are not available in this kernel: {e}")
         })?;
     }
     Ok(())
+}
+
+/// On x86_64, every call through the x32 ABI (its bit set in the number,
+/// with the same audit arch) refused: a filter of the plain numbers would
+/// not see them, and no program here needs them. Elsewhere: none.
+fn no_x32() -> seccompiler::BpfProgram {
+    use seccompiler::sock_filter;
+    if !cfg!(target_arch = "x86_64") {
+        return Vec::new();
+    }
+    // `struct seccomp_data`: the number at 0, the arch at 4.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let op = |code: u32, jt: u8, jf: u8, k: u32| sock_filter {
+        code: u16::try_from(code).expect("a BPF opcode"),
+        jt,
+        jf,
+        k,
+    };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    vec![
+        op(load, 0, 0, ARCH),
+        // Another arch: not this filter's (the main one kills it).
+        op(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            3,
+            AUDIT_ARCH_X86_64,
+        ),
+        op(load, 0, 0, NR),
+        op(
+            libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+            0,
+            1,
+            u32::try_from(X32_SYSCALL_BIT).expect("fits"),
+        ),
+        op(
+            libc::BPF_RET | libc::BPF_K,
+            0,
+            0,
+            SECCOMP_RET_ERRNO | u32::try_from(libc::EACCES).expect("positive"),
+        ),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, SECCOMP_RET_ALLOW),
+    ]
 }
 
 /// `__X32_SYSCALL_BIT` of the x86_64 kernel.
