@@ -3,7 +3,7 @@ export CARGO_TARGET_DIR := $(CURDIR)/target
 WASM := --release --target wasm32-wasip2
 TASK ?= List the files in this workspace and say in two sentences what the project is.
 
-.PHONY: wasm-target tools test-guests build install man test lint fmt bench run authoring-toolchains authoring-check examples fuzz
+.PHONY: wasm-target tools helper test-guests build install man test lint fmt bench run authoring-toolchains authoring-check examples fuzz
 
 ## The guest target, installed once (what a fresh machine lacks).
 wasm-target:
@@ -13,13 +13,18 @@ wasm-target:
 tools: wasm-target
 	cargo build $(WASM) --manifest-path tools-wasm/Cargo.toml
 
+## The confinement helper (embedded into the warden binary): a small
+## binary of its own, which starts faster than warden.
+helper:
+	cargo build --release -p warden-confine-helper
+
 ## Hostile and broken components used only by the tests.
 test-guests: wasm-target
 	cargo build $(WASM) --manifest-path tests/guests/Cargo.toml
 
 ## The warden binary only: a fresh clone builds it without the test guests.
 BIN := $(CARGO_TARGET_DIR)/release/warden
-build: tools
+build: tools helper
 	cargo build --release -p warden-cli
 	@# The profile has no debug info (Cargo.toml); this drops what the
 	@# standard library brings. Stripped into a new file renamed over the
@@ -29,14 +34,14 @@ build: tools
 	mv -f $(BIN).stripped $(BIN)
 
 ## warden into ~/.cargo/bin (cargo install's root), built-in tools first.
-install: tools
+install: tools helper
 	cargo install --locked --path runtime/cli
 
 ## The manual pages, from the same definitions as the parser: target/man.
 man: build
 	$(BIN) man --dir $(CARGO_TARGET_DIR)/man
 
-test: tools test-guests
+test: tools helper test-guests
 	cargo build --release --workspace --bins
 	@$(MAKE) --no-print-directory authoring-check
 	cargo test --release --workspace
@@ -93,7 +98,7 @@ examples: wasm-target
 		node examples/tools/js/build.mjs $(EXAMPLES)/word_count_js.wasm; \
 	else echo "skipped the JavaScript example: componentize-js is missing (make authoring-toolchains)"; fi
 
-lint: tools test-guests
+lint: tools helper test-guests
 	cargo fmt --all --check
 	cargo fmt --manifest-path tools-wasm/Cargo.toml --all --check
 	cargo fmt --manifest-path tests/guests/Cargo.toml --all --check

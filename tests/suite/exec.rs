@@ -420,7 +420,9 @@ fn a_command_has_its_own_proc_showing_only_the_runs_processes() {
         // Landlock and seccomp alone: no /proc at all, as `warden policy`
         // says (the host's would show every process).
         assert_eq!(ps, Vec::<&str>::new());
-        assert!(r.stdout.contains("Permission denied"), "{}", r.stdout);
+        // Not one file of the host's /proc was read.
+        let proc_text = out.splitn(3, "---\n").nth(2).unwrap_or("");
+        assert_eq!(proc_text.split("--- stderr ---").next(), Some(""), "{}", r.stdout);
         assert_eq!(warden_tests::confinement().holds("/proc"), Some(false));
     }
     let proc_text = parts.next().unwrap_or("");
@@ -1417,5 +1419,42 @@ fn the_confinement_setting_chooses_or_requires_the_mechanism() {
             && r.stderr.contains("is the user's choice, not a workspace's"),
         "{}",
         r.stderr
+    );
+}
+
+/// warden runs the helper embedded in it (`warden-confine-helper`) from a
+/// sealed memory file, not from any path a command could write.
+#[test]
+fn commands_are_confined_by_the_embedded_helper_run_from_memory() {
+    let sb = shell_sandbox("timeout = \"60s\"");
+    let args = serde_json::json!({ "command": "sleep 777601" }).to_string();
+    let mut child = shell_until_sleeping(&mut sb.warden(), &args, "777601");
+    let sleep = warden_tests::sleeping("777601")[0];
+    // Up from the sleep to the helper (`warden __confine PARENT`).
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 1..]
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let mut pid = sleep;
+    let helper = loop {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline.starts_with(b"warden\0__confine\0") {
+            break pid;
+        }
+        pid = parent(pid)
+            .filter(|p| *p > 1)
+            .expect("no helper above the command");
+    };
+    let exe = std::fs::read_link(format!("/proc/{helper}/exe")).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:warden-confine"),
+        "the helper runs from {}",
+        exe.display()
     );
 }

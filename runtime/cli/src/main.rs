@@ -78,6 +78,9 @@ fn main() -> ExitCode {
             .collect();
         warden_confine::helper_main(&rest);
     }
+    // Commands are confined by the small helper embedded here, run from
+    // memory (it starts faster than warden itself would).
+    warden_confine::set_helper_image(include_bytes!(env!("WARDEN_CONFINE_HELPER")));
     let cli = args::Cli::parse();
     // Cgroups left by a warden killed during a command go now, not at the
     // next command.

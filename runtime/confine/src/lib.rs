@@ -56,7 +56,7 @@ pub use helper::{HELPER_ARG, SYSTEM_DIRS, helper_main, remove_stale_cgroups};
 pub use kernel::{Kernel, kernel};
 pub use program::{find_program, is_executable};
 #[cfg(target_os = "linux")]
-pub use run::{Confined, Stop, probe, run, run_until, set_helper, spawn};
+pub use run::{Confined, Stop, probe, run, run_until, set_helper, set_helper_image, spawn};
 pub use spec::{
     Confinement, Error, Finished, Guarantee, Limit, Mechanism, Result, Spec, Status, Unavailable,
     default_confinement, set_default_confinement, unenforceable,
@@ -64,5 +64,5 @@ pub use spec::{
 #[cfg(not(target_os = "linux"))]
 pub use unsupported::{
     HELPER_ARG, Kernel, SYSTEM_DIRS, Stop, helper_main, kernel, probe, remove_stale_cgroups, run,
-    run_until, set_helper,
+    run_until, set_helper, set_helper_image,
 };

@@ -2,8 +2,9 @@
 //! enforce the wall-clock limit, and kill the whole run when it is over.
 
 use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -19,13 +20,25 @@ use crate::helper::{HELPER_ARG, REPORT, SPEC_VAR};
 use crate::spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
 
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
+static IMAGE: OnceLock<&'static [u8]> = OnceLock::new();
+static LOADED: OnceLock<Option<(OwnedFd, PathBuf)>> = OnceLock::new();
 
 /// Sets the executable that runs the helper (it must call
 /// [`helper_main`](crate::helper_main) when its first argument is
-/// [`HELPER_ARG`]). Default: the running executable. Only the first call
-/// counts.
+/// [`HELPER_ARG`]). Default: the image given to [`set_helper_image`], else
+/// the running executable. Only the first call counts.
 pub fn set_helper(path: PathBuf) {
     let _ = HELPER.set(path);
+}
+
+/// Sets the helper to run from memory: `image` is an executable that
+/// calls [`helper_main`](crate::helper_main) (the `warden-confine-helper`
+/// binary, which starts faster than warden). It is copied once into a
+/// sealed memory file, which no command can change, whatever its grants.
+/// Where the kernel refuses to run it, the running executable is the
+/// helper. Only the first call counts.
+pub fn set_helper_image(image: &'static [u8]) {
+    let _ = IMAGE.set(image);
 }
 
 /// The running executable, by the kernel's link to the file this process
@@ -35,10 +48,46 @@ pub fn set_helper(path: PathBuf) {
 const RUNNING_EXE: &str = "/proc/self/exe";
 
 fn helper_path() -> PathBuf {
-    HELPER
-        .get()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from(RUNNING_EXE))
+    if let Some(path) = HELPER.get() {
+        return path.clone();
+    }
+    let loaded = LOADED.get_or_init(|| IMAGE.get().and_then(|image| load(image).ok()));
+    match loaded {
+        Some((_, path)) => path.clone(),
+        None => PathBuf::from(RUNNING_EXE),
+    }
+}
+
+/// `image` in a sealed memory file (`memfd_create`, close-on-exec: the
+/// kernel opens it by its `/proc/self/fd` path during `execve`, before
+/// closing it), and that path; an error where memory files may not run.
+fn load(image: &[u8]) -> std::io::Result<(OwnedFd, PathBuf)> {
+    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    // Executable, said outright (Linux 6.3 and later refuse to run a
+    // memory file made without it where `vm.memfd_noexec` is 1; where it is
+    // 2, none may run, and warden itself is the helper); older kernels do
+    // not know the flag and run any.
+    const MFD_EXEC: MFdFlags = MFdFlags::from_bits_retain(0x0010);
+    let flags = MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING;
+    let fd = match memfd_create(c"warden-confine", flags | MFD_EXEC) {
+        Err(nix::errno::Errno::EINVAL) => memfd_create(c"warden-confine", flags)?,
+        other => other?,
+    };
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, image)?;
+    let fd = OwnedFd::from(file);
+    fcntl(
+        &fd,
+        FcntlArg::F_ADD_SEALS(
+            SealFlag::F_SEAL_WRITE
+                | SealFlag::F_SEAL_SHRINK
+                | SealFlag::F_SEAL_GROW
+                | SealFlag::F_SEAL_SEAL,
+        ),
+    )?;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    Ok((fd, path))
 }
 
 fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
@@ -46,10 +95,14 @@ fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
         return Err(Error::Setup(why));
     }
     let json = serde_json::to_string(spec).expect("a spec always serializes");
+    spawn_helper(&helper_path(), &json, stdin, stderr)
+}
+
+fn spawn_helper(helper: &Path, json: &str, stdin: Stdio, stderr: Stdio) -> Result<Child> {
     // In the environment, not on the command line: the spec holds the
     // granted variables' values (tokens), and any user of the host can
     // read any process's command line, but only its owner its environment.
-    Command::new(helper_path())
+    Command::new(helper)
         // As `ps` shows it: warden, not the `exe` of its path.
         .arg0("warden")
         .arg(HELPER_ARG)
@@ -62,10 +115,7 @@ fn start(spec: &Spec, stdin: Stdio, stderr: Stdio) -> Result<Child> {
         .stderr(stderr)
         .spawn()
         .map_err(|source| Error::Io {
-            context: format!(
-                "cannot start the confinement helper ({})",
-                helper_path().display()
-            ),
+            context: format!("cannot start the confinement helper ({})", helper.display()),
             source,
         })
 }

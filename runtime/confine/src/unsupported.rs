@@ -76,3 +76,6 @@ pub fn set_helper(_path: std::path::PathBuf) {}
 
 /// Nothing to remove: no run makes a cgroup here.
 pub fn remove_stale_cgroups() {}
+
+/// Nothing to set.
+pub fn set_helper_image(_image: &'static [u8]) {}

@@ -549,7 +549,10 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 /// moment hits all alike.
 fn exec_true() -> (Duration, Duration, Duration) {
     use warden_confine::Confinement;
-    warden_confine::set_helper(warden_bin());
+    // The helper warden embeds and runs (`make helper`), from its file.
+    let helper = warden_bin().with_file_name("warden-confine-helper");
+    assert!(helper.is_file(), "{} is not built", helper.display());
+    warden_confine::set_helper(helper);
     let program = ["/usr/bin/true", "/bin/true"]
         .into_iter()
         .find(|p| Path::new(p).exists())
