@@ -422,7 +422,12 @@ fn a_command_has_its_own_proc_showing_only_the_runs_processes() {
         assert_eq!(ps, Vec::<&str>::new());
         // Not one file of the host's /proc was read.
         let proc_text = out.splitn(3, "---\n").nth(2).unwrap_or("");
-        assert_eq!(proc_text.split("--- stderr ---").next(), Some(""), "{}", r.stdout);
+        assert_eq!(
+            proc_text.split("--- stderr ---").next(),
+            Some(""),
+            "{}",
+            r.stdout
+        );
         assert_eq!(warden_tests::confinement().holds("/proc"), Some(false));
     }
     let proc_text = parts.next().unwrap_or("");
