@@ -370,3 +370,124 @@ fn a_shell_without_a_directory_is_told_what_to_add() {
          in warden.toml, then run `warden trust`\n"
     );
 }
+
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// `warden ARGS`, which must end within 20 s (a read that waits on a
+/// named pipe would hang it for ever); killed and failed otherwise.
+fn warden_promptly(sb: &Sandbox, args: &[&str]) -> Run {
+    use std::io::Read;
+    let mut child = sb
+        .warden()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("warden {args:?} did not end: it waits on the file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
+
+/// `warden.toml`, AGENTS.md and `.warden/tools/*` are read as warden reads
+/// its own files in a workspace: a named pipe, a link (to `/dev/zero`, or
+/// anywhere) or a file past the cap is refused at once, saying what it
+/// is and what to do, by every command.
+#[test]
+fn a_workspace_file_that_is_a_pipe_a_link_or_too_big_is_refused_at_once() {
+    let sb = Sandbox::new();
+    let policy = sb.ws.join("warden.toml");
+    mkfifo(&policy);
+    for args in [
+        &["policy"][..],
+        &["tools", "list"],
+        &["trust"],
+        &["run", "hello"],
+    ] {
+        let r = warden_promptly(&sb, args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "cannot read {}: it is not a regular file (a named pipe, socket or device): \
+                 replace it with a regular file",
+                policy.display()
+            )),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    std::fs::remove_file(&policy).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &policy).unwrap();
+    let r = warden_promptly(&sb, &["policy"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(
+            "it is a symbolic link, and warden reads its own files in the \
+                           workspace only as regular files, never through a link: replace the \
+                           link with the file itself"
+        ),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_file(&policy).unwrap();
+    std::fs::write(sb.outside.join("real.toml"), "approval = \"never\"\n").unwrap();
+    std::os::unix::fs::symlink(sb.outside.join("real.toml"), &policy).unwrap();
+    let r = warden_promptly(&sb, &["policy"]);
+    assert!(r.stderr.contains("it is a symbolic link"), "{}", r.stderr);
+    std::fs::remove_file(&policy).unwrap();
+    let big = format!("# {}\n", "x".repeat(2 << 20));
+    std::fs::write(&policy, big).unwrap();
+    let r = warden_promptly(&sb, &["policy"]);
+    assert!(
+        r.stderr
+            .contains("it is larger than 1 MiB, the most warden reads of it: make it smaller"),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_file(&policy).unwrap();
+    // A pipe among the drop-ins is a problem of its own; the rest works.
+    let tools = sb.ws.join(".warden/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    mkfifo(&tools.join("pipe.wasm"));
+    std::os::unix::fs::symlink("/dev/zero", tools.join("zero.wasm")).unwrap();
+    let r = warden_promptly(&sb, &["trust"]);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(all.contains("pipe.wasm"), "{all}");
+    assert!(all.contains("it is not a regular file"), "{all}");
+    assert!(all.contains("zero.wasm"), "{all}");
+    assert!(all.contains("it is a symbolic link"), "{all}");
+}

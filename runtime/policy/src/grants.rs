@@ -63,9 +63,9 @@ impl Policy {
     /// Loads `<workspace>/warden.toml`, or the defaults when there is none.
     pub fn load(workspace: &Path) -> Result<Policy> {
         let path = workspace.join(POLICY_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Policy::parse(&text, &path, workspace),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Policy::defaults(workspace)),
+        match crate::read_policy_text(workspace) {
+            Ok(Some(text)) => Policy::parse(&text, &path, workspace),
+            Ok(None) => Ok(Policy::defaults(workspace)),
             Err(source) => Err(Error::Read { path, source }),
         }
     }

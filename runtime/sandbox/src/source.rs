@@ -99,7 +99,21 @@ impl ComponentSource {
         let mut sources = Vec::new();
         let mut problems = Vec::new();
         for path in paths {
-            match read_component(&path) {
+            // In a workspace, a component is read as warden reads its own
+            // files there: never through a link. The user's own folder may
+            // link to a component built elsewhere.
+            let read = match origin {
+                Origin::Workspace => {
+                    let name = path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or_default();
+                    warden_state::read_workspace_file(dir, name, MAX_COMPONENT)
+                        .and_then(|b| b.ok_or_else(|| std::io::ErrorKind::NotFound.into()))
+                }
+                _ => read_component(&path),
+            };
+            match read {
                 Ok(bytes) => sources.push(ComponentSource::from_bytes(
                     path.display().to_string(),
                     origin,

@@ -15,6 +15,8 @@
 
 mod dir;
 mod usage;
+mod workspace_file;
 
 pub use dir::{DirLock, StateDir};
 pub use usage::Usage;
+pub use workspace_file::read_workspace_file;

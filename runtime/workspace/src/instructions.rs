@@ -60,29 +60,8 @@ impl Instructions {
 /// `AGENTS.md` at `root`, opened beneath the root without following a
 /// symlink. `Ok(None)` when there is none.
 pub fn read_workspace(root: &Path) -> io::Result<Option<Vec<u8>>> {
-    let dir = rustix::fs::open(
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let opened = rustix::fs::openat(
-        &dir,
-        INSTRUCTIONS_FILE,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
-    let fd = match opened {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(rustix::io::Errno::LOOP) => {
-            return Err(io::Error::other(format!(
-                "{INSTRUCTIONS_FILE} is a symlink; warden reads it only as a regular file in \
-                 the workspace"
-            )));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    read_regular(File::from(fd)).map(Some)
+    warden_state::read_workspace_file(root, INSTRUCTIONS_FILE, READ_CAP)
+        .map_err(|e| io::Error::new(e.kind(), format!("{INSTRUCTIONS_FILE}: {e}")))
 }
 
 /// The user's own instructions file; `Ok(None)` when there is none. It is
@@ -144,7 +123,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret"), ws.path().join("AGENTS.md"))
             .unwrap();
         let e = read_workspace(ws.path()).unwrap_err().to_string();
-        assert!(e.contains("symlink"), "{e}");
+        assert!(e.starts_with("AGENTS.md: it is a symbolic link"), "{e}");
         std::fs::remove_file(ws.path().join("AGENTS.md")).unwrap();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,

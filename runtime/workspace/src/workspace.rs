@@ -93,12 +93,12 @@ fn root_of(dir: Option<&Path>) -> Result<PathBuf, Error> {
 }
 
 fn read_policy(root: &Path) -> Result<Option<String>, Error> {
-    let path = root.join(POLICY_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Root(format!("cannot read {}: {e}", path.display()))),
-    }
+    warden_policy::read_policy_text(root).map_err(|e| {
+        Error::Root(format!(
+            "cannot read {}: {e}",
+            root.join(POLICY_FILE).display()
+        ))
+    })
 }
 
 impl Workspace {
