@@ -45,7 +45,15 @@ impl AsyncRead for Reads {
 
 /// The messages read, in order, as JSON.
 fn decode(chunks: &[&[u8]]) -> Vec<String> {
-    let reads = Reads(chunks.iter().map(|c| c.to_vec()).collect());
+    // An empty read is the end of the input: a reader never returns one
+    // before it (the fuzzer found this check's first version cutting at 0).
+    let reads = Reads(
+        chunks
+            .iter()
+            .filter(|c| !c.is_empty())
+            .map(|c| c.to_vec())
+            .collect(),
+    );
     let mut transport = AsyncRwTransport::<RoleServer, _, _>::new_server(reads, tokio::io::sink())
         .with_max_line_length(MAX);
     let rt = tokio::runtime::Builder::new_current_thread()
