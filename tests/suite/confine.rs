@@ -7,7 +7,8 @@ use std::time::Duration;
 use warden_confine::{Confinement, Limit, Spec, Status};
 use warden_tests::{Sandbox, warden_bin};
 
-fn spec(sb: &Sandbox, line: &str) -> Spec {
+/// `sh -c LINE` in the workspace, which it may write; 20 s.
+pub(super) fn spec(sb: &Sandbox, line: &str) -> Spec {
     warden_confine::set_helper(warden_bin());
     let mut s = Spec::new("/bin/sh", &sb.ws);
     s.args = vec!["-c".into(), line.into()];

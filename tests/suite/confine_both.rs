@@ -11,17 +11,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use warden_confine::{Confinement, Finished, Mechanism, Spec, Status};
-use warden_tests::{Sandbox, warden_bin};
+use warden_tests::Sandbox;
 
 const BOTH: [Confinement; 2] = [Confinement::Namespaces, Confinement::Landlock];
 
 fn spec(sb: &Sandbox, c: Confinement, line: &str) -> Spec {
-    warden_confine::set_helper(warden_bin());
-    let mut s = Spec::new("/bin/sh", &sb.ws);
-    s.args = vec!["-c".into(), line.into()];
-    s.write = vec![sb.ws.clone()];
-    s.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
-    s.timeout = Duration::from_secs(20);
+    let mut s = super::confine::spec(sb, line);
     s.confinement = c;
     s
 }

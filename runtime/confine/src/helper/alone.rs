@@ -40,8 +40,8 @@ use crate::spec::{Confinement, Mechanism, Spec};
 use super::cgroup::{memory_cgroup, pids_cgroup};
 use super::landlock::landlock;
 use super::process::{
-    GO, GO_WHOLE_MEMORY, INIT_PID, TERMINATED, cstring, end_as, open_grants, open_programs, report,
-    report_ok, start_clean,
+    GO_WHOLE_MEMORY, INIT_PID, TERMINATED, cstring, end_as, enter_and_go, open_grants,
+    open_programs, report, report_ok, start_clean,
 };
 use super::seccomp::{Filter, seccomp};
 
@@ -60,7 +60,7 @@ pub(super) fn run(spec: &Spec, why: Option<String>) -> Result<i32, String> {
     } else {
         None
     };
-    let mut memory = memory_cgroup(spec.memory);
+    let memory = memory_cgroup(spec.memory);
     // RLIMIT_NPROC counts every process of the user on the host, not of
     // the run: the run may add `processes` to what the user has now.
     let processes = if root {
@@ -94,30 +94,7 @@ pub(super) fn run(spec: &Spec, why: Option<String>) -> Result<i32, String> {
     if TERMINATED.load(Ordering::SeqCst) {
         let _ = kill(child, Signal::SIGKILL);
     }
-    if let Some(dir) = &cgroup
-        && let Err(e) = std::fs::write(dir.join("cgroup.procs"), child.to_string())
-    {
-        let _ = kill(child, Signal::SIGKILL);
-        let _ = waitpid(child, None);
-        remove(&[&cgroup, &memory]);
-        return Err(format!(
-            "unavailable cannot enter the process-count cgroup {}: {e}",
-            dir.display()
-        ));
-    }
-    if let Some(dir) = &memory
-        && std::fs::write(dir.join("cgroup.procs"), child.to_string()).is_err()
-    {
-        let _ = std::fs::remove_dir(dir);
-        memory = None;
-    }
-    let go = if memory.is_some() {
-        GO_WHOLE_MEMORY
-    } else {
-        GO
-    };
-    let _ = nix::unistd::write(&go_w, &[go]);
-    drop(go_w);
+    enter_and_go(child, cgroup.as_deref(), memory, go_w)?;
     // Reap the orphans that come to the helper while the program runs (a
     // zombie would count against the process limit) until it ends.
     let status = loop {

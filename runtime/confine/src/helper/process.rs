@@ -131,7 +131,7 @@ fn helper(args: &[String]) -> Result<i32, String> {
     } else {
         None
     };
-    let mut memory = memory_cgroup(spec.memory);
+    let memory = memory_cgroup(spec.memory);
     let mut stack = vec![0u8; 1 << 20];
     let init = Box::new(|| init(&spec, &go_r, &st_w));
     // SAFETY: the helper is single-threaded (it is warden's `main` before
@@ -173,32 +173,7 @@ fn helper(args: &[String]) -> Result<i32, String> {
             "unavailable cannot map user ids into the new user namespace: {e}"
         ));
     }
-    if let Some(cgroup) = &cgroup
-        && let Err(e) = std::fs::write(cgroup.join("cgroup.procs"), child.to_string())
-    {
-        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
-        let _ = waitpid(child, None);
-        let _ = std::fs::remove_dir(cgroup);
-        return Err(format!(
-            "unavailable cannot enter the process-count cgroup {}: {e}",
-            cgroup.display()
-        ));
-    }
-    if let Some(dir) = &memory
-        && std::fs::write(dir.join("cgroup.procs"), child.to_string()).is_err()
-    {
-        // Each process is still bounded by its rlimit; the mechanism line
-        // says so.
-        let _ = std::fs::remove_dir(dir);
-        memory = None;
-    }
-    let go = if memory.is_some() {
-        GO_WHOLE_MEMORY
-    } else {
-        GO
-    };
-    let _ = nix::unistd::write(&go_w, &[go]);
-    drop(go_w);
+    enter_and_go(child, cgroup.as_deref(), memory, go_w)?;
 
     let mut status = String::new();
     let _ = std::fs::File::from(st_r).read_to_string(&mut status);
@@ -270,6 +245,45 @@ fn required(why: &str) -> String {
     )
 }
 
+/// Puts `child` in the run's cgroups, then tells it to start (on `go`):
+/// the process-count cgroup must take it, else it is killed and the run
+/// refused; the memory cgroup may not (each process is still bounded by
+/// its rlimit, and the mechanism says which holds).
+pub(super) fn enter_and_go(
+    child: Pid,
+    pids: Option<&Path>,
+    mut memory: Option<std::path::PathBuf>,
+    go: OwnedFd,
+) -> Result<(), String> {
+    if let Some(dir) = pids
+        && let Err(e) = std::fs::write(dir.join("cgroup.procs"), child.to_string())
+    {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+        let _ = waitpid(child, None);
+        let _ = std::fs::remove_dir(dir);
+        if let Some(dir) = &memory {
+            let _ = std::fs::remove_dir(dir);
+        }
+        return Err(format!(
+            "unavailable cannot enter the process-count cgroup {}: {e}",
+            dir.display()
+        ));
+    }
+    if let Some(dir) = &memory
+        && std::fs::write(dir.join("cgroup.procs"), child.to_string()).is_err()
+    {
+        let _ = std::fs::remove_dir(dir);
+        memory = None;
+    }
+    let byte = if memory.is_some() {
+        GO_WHOLE_MEMORY
+    } else {
+        GO
+    };
+    let _ = nix::unistd::write(&go, &[byte]);
+    Ok(())
+}
+
 /// Maps the user's own ids to root inside the namespace: files are
 /// created as the user, who has no more rights than outside.
 fn map_ids(child: Pid) -> std::io::Result<()> {
@@ -282,7 +296,7 @@ fn map_ids(child: Pid) -> std::io::Result<()> {
 
 /// What the helper sends the init once the run may start: plain, or with
 /// the whole run in a memory cgroup.
-pub(super) const GO: u8 = b'1';
+const GO: u8 = b'1';
 pub(super) const GO_WHOLE_MEMORY: u8 = b'm';
 
 /// PID 1 of the run. Returns its exit code (the helper reads the program's
