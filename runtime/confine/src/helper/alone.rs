@@ -22,7 +22,6 @@
 //! of reach), and, below Landlock ABI 6, signals to the user's other
 //! processes.
 
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
@@ -32,7 +31,7 @@ use nix::fcntl::OFlag;
 use nix::sys::resource::{Resource, setrlimit};
 use nix::sys::signal::{SigHandler, Signal, kill, signal};
 use nix::sys::wait::{WaitPidFlag, wait, waitpid};
-use nix::unistd::{ForkResult, Pid, chdir, execve, fork, getpid, getuid, pipe2};
+use nix::unistd::{ForkResult, Pid, chdir, fork, getpid, getuid, pipe2};
 
 use crate::guarantees::{Facts, mechanism};
 use crate::spec::{Confinement, Mechanism, Spec};
@@ -40,8 +39,8 @@ use crate::spec::{Confinement, Mechanism, Spec};
 use super::cgroup::{memory_cgroup, pids_cgroup};
 use super::landlock::landlock;
 use super::process::{
-    GO_WHOLE_MEMORY, INIT_PID, TERMINATED, cstring, end_as, enter_and_go, open_grants,
-    open_programs, report, report_ok, start_clean,
+    Exec, GO_WHOLE_MEMORY, INIT_PID, TERMINATED, end_as, enter_and_go, open_grants, open_programs,
+    report, report_ok,
 };
 use super::seccomp::{Filter, seccomp};
 
@@ -205,22 +204,7 @@ fn program(spec: &Spec, go: &OwnedFd, why: Option<String>, root: bool, processes
             std::process::exit(125);
         }
     }
-    let program = cstring(spec.program.as_os_str().as_bytes());
-    let mut argv = vec![program.clone()];
-    argv.extend(spec.args.iter().map(|a| cstring(a.as_bytes())));
-    let envp: Vec<_> = spec
-        .env
-        .iter()
-        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
-        .collect();
-    start_clean();
-    let e = execve(&program, &argv, &envp).unwrap_err();
-    let _ = writeln!(
-        std::io::stderr(),
-        "cannot run {}: {e}",
-        spec.program.display()
-    );
-    std::process::exit(127)
+    Exec::of(spec).run(spec)
 }
 
 /// Limits, the working directory, root's capabilities, Landlock and

@@ -325,27 +325,11 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
             return 125;
         }
     }
-    let program = cstring(spec.program.as_os_str().as_bytes());
-    let mut argv = vec![program.clone()];
-    argv.extend(spec.args.iter().map(|a| cstring(a.as_bytes())));
-    let envp: Vec<CString> = spec
-        .env
-        .iter()
-        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
-        .collect();
+    let line = Exec::of(spec);
     // SAFETY: the init is single-threaded (a clone of the single-threaded
     // helper), so the child may allocate and run anything.
     let child = match unsafe { fork() } {
-        Ok(ForkResult::Child) => {
-            start_clean();
-            let e = execve(&program, &argv, &envp).unwrap_err();
-            let _ = writeln!(
-                std::io::stderr(),
-                "cannot run {}: {e}",
-                spec.program.display()
-            );
-            std::process::exit(127);
-        }
+        Ok(ForkResult::Child) => line.run(spec),
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "cannot start the program: {e}");
@@ -368,13 +352,50 @@ fn init(spec: &Spec, go: &OwnedFd, status: &OwnedFd) -> isize {
     0
 }
 
+/// The program's `execve` arguments, made before the fork.
+pub(super) struct Exec {
+    program: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+}
+
+impl Exec {
+    pub(super) fn of(spec: &Spec) -> Exec {
+        let program = cstring(spec.program.as_os_str().as_bytes());
+        let mut argv = vec![program.clone()];
+        argv.extend(spec.args.iter().map(|a| cstring(a.as_bytes())));
+        let envp = spec
+            .env
+            .iter()
+            .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
+            .collect();
+        Exec {
+            program,
+            argv,
+            envp,
+        }
+    }
+
+    /// Starts clean and becomes the program; says why not, if it cannot.
+    pub(super) fn run(&self, spec: &Spec) -> ! {
+        start_clean();
+        let e = execve(&self.program, &self.argv, &self.envp).unwrap_err();
+        let _ = writeln!(
+            std::io::stderr(),
+            "cannot run {}: {e}",
+            spec.program.display()
+        );
+        std::process::exit(127)
+    }
+}
+
 /// What the program starts with beyond the spec, reset in the init's
 /// child just before `execve`: every signal at its default action and
 /// none blocked (warden ignores SIGPIPE, which `execve` would keep), a
 /// session of its own (a `kill(0)` reaches only the run), and no
 /// descriptor but stdin, stdout and stderr (one warden inherited would be
 /// readable whatever the grants: Landlock checks opens, not descriptors).
-pub(super) fn start_clean() {
+fn start_clean() {
     for sig in Signal::iterator() {
         if !matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
             // SAFETY: restoring the default action of a signal is always sound.
@@ -415,7 +436,7 @@ fn close_from_3(flags: u32) {
     }
 }
 
-pub(super) fn cstring(bytes: &[u8]) -> CString {
+fn cstring(bytes: &[u8]) -> CString {
     // Spec strings come from Rust strings and paths: a NUL inside is cut there.
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     CString::new(&bytes[..end]).expect("no NUL left")
