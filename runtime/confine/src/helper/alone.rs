@@ -103,6 +103,9 @@ pub(super) fn run(spec: &Spec, why: Option<String>) -> Result<i32, String> {
             _ => continue,
         }
     };
+    // Reaped: its pid may be another process's from now on, which a late
+    // SIGTERM must not kill.
+    INIT_PID.store(0, Ordering::SeqCst);
     kill_descendants();
     if let Some(dir) = &cgroup {
         let _ = std::fs::remove_dir(dir);

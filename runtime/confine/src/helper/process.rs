@@ -183,6 +183,9 @@ fn helper(args: &[String]) -> Result<i32, String> {
             other => break other,
         }
     };
+    // Reaped: its pid may be another process's from now on, which a late
+    // SIGTERM must not kill.
+    INIT_PID.store(0, Ordering::SeqCst);
     if let Some(cgroup) = &cgroup {
         // Empty now: the PID namespace died with its init.
         let _ = std::fs::remove_dir(cgroup);
