@@ -23,6 +23,7 @@ mod llm_client;
 mod mcp;
 mod models;
 mod network;
+mod own_files;
 mod seams;
 mod search;
 mod secrets;

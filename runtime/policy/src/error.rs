@@ -9,6 +9,10 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The file is refused before it is read: a link, not a regular file,
+    /// too large.
+    #[error(transparent)]
+    Input(#[from] warden_state::InputError),
     /// The file is not valid TOML or does not match the policy format.
     #[error("invalid {path} at line {line}, column {column}: {message}")]
     Syntax {

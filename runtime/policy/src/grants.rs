@@ -8,7 +8,8 @@ use toml::Spanned;
 use crate::caps::{Capability, Grants, Limits};
 use crate::file::{McpSection, ModelSection, PolicyFile, ToolName, ToolSection, UserConfig};
 use crate::inert::inert;
-use crate::{Error, POLICY_FILE, Result};
+use crate::{Error, POLICY_FILE, POLICY_MAX, Result};
+use warden_state::InputDir;
 
 /// Where a tool component came from; decides the defaults it gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,12 +63,28 @@ pub struct Policy {
 impl Policy {
     /// Loads `<workspace>/warden.toml`, or the defaults when there is none.
     pub fn load(workspace: &Path) -> Result<Policy> {
-        let path = workspace.join(POLICY_FILE);
-        match crate::read_policy_text(workspace) {
-            Ok(Some(text)) => Policy::parse(&text, &path, workspace),
-            Ok(None) => Ok(Policy::defaults(workspace)),
-            Err(source) => Err(Error::Read { path, source }),
+        match Policy::read(&InputDir::workspace(workspace)?)? {
+            Some(text) => Policy::parse(&text, &workspace.join(POLICY_FILE), workspace),
+            None => Ok(Policy::defaults(workspace)),
         }
+    }
+
+    /// The text of `warden.toml` in the workspace `ws`, `None` when there is
+    /// none: a regular file of at most [`POLICY_MAX`] bytes of UTF-8,
+    /// never reached through a link.
+    pub fn read(ws: &InputDir) -> Result<Option<String>> {
+        let Some(bytes) = ws.read(POLICY_FILE, POLICY_MAX)? else {
+            return Ok(None);
+        };
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| Error::Invalid {
+                path: ws.path().join(POLICY_FILE),
+                message: format!(
+                    "it is not UTF-8 text (at byte {}): save it as UTF-8",
+                    e.utf8_error().valid_up_to()
+                ),
+            })
     }
 
     /// The policy of a workspace without `warden.toml`.

@@ -47,21 +47,6 @@ pub use units::{format_size, parse_duration, parse_size};
 /// File name of the workspace policy.
 pub const POLICY_FILE: &str = "warden.toml";
 
-/// The most of `warden.toml` warden reads: a policy is a few KiB.
+/// The most of `warden.toml` warden reads: a policy is a few KiB (more is
+/// a mistake, or an attack on warden's memory).
 pub const POLICY_MAX: u64 = 1 << 20;
-
-/// `warden.toml` in `workspace`, read as warden reads its own files in a
-/// workspace (no link followed, a regular file only, without waiting, at
-/// most [`POLICY_MAX`]); `Ok(None)` when there is none. The error says
-/// what is wrong with the file and what to do (the caller names it).
-pub fn read_policy_text(workspace: &std::path::Path) -> std::io::Result<Option<String>> {
-    let Some(bytes) = warden_state::read_workspace_file(workspace, POLICY_FILE, POLICY_MAX)? else {
-        return Ok(None);
-    };
-    String::from_utf8(bytes).map(Some).map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("it is not UTF-8 text ({e}): save it as UTF-8"),
-        )
-    })
-}

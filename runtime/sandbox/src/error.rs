@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 /// A host-side failure that stops loading (not a tool failure: those are
 /// [`crate::ToolError`] values returned to the model).
 #[derive(Debug, thiserror::Error)]
@@ -10,12 +8,9 @@ pub enum Error {
     /// Linking WASI into the engine failed.
     #[error("cannot link WASI: {0}")]
     Link(String),
-    /// A tools folder exists but cannot be read.
-    #[error("cannot read tools folder {path}: {source}")]
-    ToolsDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// A tools folder exists but cannot be listed.
+    #[error(transparent)]
+    ToolsDir(warden_state::InputError),
 }
 
 /// Result with the sandbox error.

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use warden_policy::Origin;
+use warden_state::{InputDir, InputError, Why};
 
 use crate::{Error, LoadProblem, Result};
 
@@ -66,62 +67,51 @@ impl ComponentSource {
         }
     }
 
-    /// One component file (a regular file of at most 256 MiB).
-    pub fn from_file(path: &Path, origin: Origin) -> std::io::Result<ComponentSource> {
+    /// One component file the user named (a link to it is followed, as
+    /// the user gave it): a regular file of at most [`MAX_COMPONENT`] bytes.
+    pub fn from_file(path: &Path, origin: Origin) -> Result<ComponentSource, InputError> {
+        let missing = || InputError {
+            path: path.to_path_buf(),
+            why: Why::Io(std::io::ErrorKind::NotFound.into()),
+        };
+        let name = path.file_name().ok_or_else(missing)?;
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir = InputDir::users(parent)?.ok_or_else(missing)?;
+        let bytes = dir.read(name, MAX_COMPONENT)?.ok_or_else(missing)?;
         Ok(ComponentSource::from_bytes(
             path.display().to_string(),
             origin,
-            read_component(path)?,
+            bytes,
         ))
     }
 
-    /// Every `*.wasm` file directly in `dir`, sorted by name. A missing folder
-    /// is empty; a file that cannot be read is reported, the others load.
+    /// Every `*.wasm` file directly in `dir`, sorted by name, each read as
+    /// `dir` reads its files (beneath a workspace, never through a link)
+    /// and at most [`MAX_COMPONENT`] bytes. A file that cannot be used is
+    /// reported, the others load.
     pub fn from_dir(
-        dir: &Path,
+        dir: &InputDir,
         origin: Origin,
     ) -> Result<(Vec<ComponentSource>, Vec<LoadProblem>)> {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
-            Err(source) => {
-                return Err(Error::ToolsDir {
-                    path: dir.to_path_buf(),
-                    source,
-                });
-            }
-        };
-        let mut paths: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
-            .collect();
-        paths.sort();
         let mut sources = Vec::new();
         let mut problems = Vec::new();
-        for path in paths {
-            // In a workspace, a component is read as warden reads its own
-            // files there: never through a link. The user's own folder may
-            // link to a component built elsewhere.
-            let read = match origin {
-                Origin::Workspace => {
-                    let name = path
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .unwrap_or_default();
-                    warden_state::read_workspace_file(dir, name, MAX_COMPONENT)
-                        .and_then(|b| b.ok_or_else(|| std::io::ErrorKind::NotFound.into()))
+        for name in dir.names().map_err(Error::ToolsDir)? {
+            if Path::new(&name).extension().is_none_or(|x| x != "wasm") {
+                continue;
+            }
+            let location = dir.path().join(&name).display().to_string();
+            match dir.read(&name, MAX_COMPONENT) {
+                Ok(Some(bytes)) => {
+                    sources.push(ComponentSource::from_bytes(location, origin, bytes))
                 }
-                _ => read_component(&path),
-            };
-            match read {
-                Ok(bytes) => sources.push(ComponentSource::from_bytes(
-                    path.display().to_string(),
-                    origin,
-                    bytes,
-                )),
+                // Removed since listed.
+                Ok(None) => {}
                 Err(e) => problems.push(LoadProblem {
-                    location: path.display().to_string(),
-                    reason: format!("cannot read the file: {e}"),
+                    location,
+                    reason: format!("the file {}", e.why),
                 }),
             }
         }
@@ -131,34 +121,3 @@ impl ComponentSource {
 
 /// Largest component file read (an interpreter with its runtime is ~20 MB).
 const MAX_COMPONENT: u64 = 256 << 20;
-
-/// Reads a component file: a regular file only (a named pipe would block
-/// the start, a device never ends), at most [`MAX_COMPONENT`] bytes.
-fn read_component(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // Opening a named pipe for reading waits for a writer unless
-    // non-blocking; a regular file ignores the flag.
-    #[cfg(unix)]
-    options.custom_flags(libc::O_NONBLOCK);
-    let file = options.open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other(
-            "not a regular file (a named pipe, socket or device); components are .wasm files",
-        ));
-    }
-    if meta.len() > MAX_COMPONENT {
-        return Err(std::io::Error::other(format!(
-            "it is {} MiB; components larger than {} MiB are not loaded",
-            meta.len() >> 20,
-            MAX_COMPONENT >> 20
-        )));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_COMPONENT).read_to_end(&mut bytes)?;
-    Ok(bytes)
-}

@@ -25,9 +25,7 @@
 mod dir;
 mod input;
 mod usage;
-mod workspace_file;
 
 pub use dir::{DirLock, StateDir};
 pub use input::{InputDir, InputError, Why};
 pub use usage::Usage;
-pub use workspace_file::read_workspace_file;

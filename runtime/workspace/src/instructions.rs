@@ -3,15 +3,13 @@
 //!
 //! The workspace file steers the model, so it follows trust like
 //! `warden.toml`: its hash is in the trust record, and a version the user
-//! did not accept is not used. It is opened beneath the workspace root
-//! without following a symlink, must be a regular file (a FIFO cannot hang
-//! the start), and is capped in size.
+//! did not accept is not used. It is read as warden reads every workspace
+//! file for itself ([`InputDir`]): never through a link, a regular file
+//! only (a FIFO cannot hang the start), capped in size.
 
-use std::fs::File;
-use std::io::{self, Read};
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags};
+use warden_state::{InputDir, InputError};
 
 /// File name of project instructions.
 pub const INSTRUCTIONS_FILE: &str = "AGENTS.md";
@@ -57,51 +55,23 @@ impl Instructions {
     }
 }
 
-/// `AGENTS.md` at `root`, opened beneath the root without following a
-/// symlink. `Ok(None)` when there is none.
-pub fn read_workspace(root: &Path) -> io::Result<Option<Vec<u8>>> {
-    warden_state::read_workspace_file(root, INSTRUCTIONS_FILE, READ_CAP)
-        .map_err(|e| io::Error::new(e.kind(), format!("{INSTRUCTIONS_FILE}: {e}")))
+/// `AGENTS.md` in the workspace `ws`, never through a link, a regular
+/// file of at most 1 MiB. `Ok(None)` when there is none.
+pub fn read_workspace(ws: &InputDir) -> Result<Option<Vec<u8>>, InputError> {
+    ws.read(INSTRUCTIONS_FILE, READ_CAP)
 }
 
 /// The user's own instructions file; `Ok(None)` when there is none. It is
 /// the user's, so a symlink to it is followed, but it must lead to a
-/// regular file.
-pub fn read_user(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let opened = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
-    match opened {
-        Ok(fd) => read_regular(File::from(fd)).map(Some),
-        Err(rustix::io::Errno::NOENT) => Ok(None),
-        Err(e) => Err(e.into()),
+/// regular file of at most 1 MiB.
+pub fn read_user(path: &Path) -> Result<Option<Vec<u8>>, InputError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(None);
+    };
+    match InputDir::users(dir)? {
+        Some(dir) => dir.read(name, READ_CAP),
+        None => Ok(None),
     }
-}
-
-fn read_regular(file: File) -> io::Result<Vec<u8>> {
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::other(format!(
-            "{INSTRUCTIONS_FILE} is not a regular file"
-        )));
-    }
-    if meta.len() > READ_CAP {
-        return Err(io::Error::other(format!(
-            "{INSTRUCTIONS_FILE} is larger than {} KiB; keep it short",
-            READ_CAP / 1024
-        )));
-    }
-    let mut bytes = Vec::new();
-    file.take(READ_CAP + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > READ_CAP {
-        return Err(io::Error::other(format!(
-            "{INSTRUCTIONS_FILE} grew past {} KiB while read",
-            READ_CAP / 1024
-        )));
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -111,10 +81,11 @@ mod tests {
     #[test]
     fn a_regular_file_is_read_and_links_and_fifos_are_refused() {
         let ws = tempfile::tempdir().unwrap();
-        assert_eq!(read_workspace(ws.path()).unwrap(), None);
+        let input = InputDir::workspace(ws.path()).unwrap();
+        assert_eq!(read_workspace(&input).unwrap(), None);
         std::fs::write(ws.path().join("AGENTS.md"), "use tabs").unwrap();
         assert_eq!(
-            read_workspace(ws.path()).unwrap().as_deref(),
+            read_workspace(&input).unwrap().as_deref(),
             Some(&b"use tabs"[..])
         );
         std::fs::remove_file(ws.path().join("AGENTS.md")).unwrap();
@@ -122,17 +93,30 @@ mod tests {
         std::fs::write(outside.path().join("secret"), "secret").unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), ws.path().join("AGENTS.md"))
             .unwrap();
-        let e = read_workspace(ws.path()).unwrap_err().to_string();
-        assert!(e.starts_with("AGENTS.md: it is a symbolic link"), "{e}");
+        let e = read_workspace(&input).unwrap_err().to_string();
+        assert!(e.contains("AGENTS.md is a symbolic link"), "{e}");
+        // The user's own file may be a link they made.
+        assert_eq!(
+            read_user(&ws.path().join("AGENTS.md")).unwrap().as_deref(),
+            Some(&b"secret"[..])
+        );
         std::fs::remove_file(ws.path().join("AGENTS.md")).unwrap();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
             ws.path().join("AGENTS.md"),
-            Mode::from_raw_mode(0o600),
+            rustix::fs::Mode::from_raw_mode(0o600),
         )
         .unwrap();
-        let e = read_workspace(ws.path()).unwrap_err().to_string();
+        let e = read_workspace(&input).unwrap_err().to_string();
+        assert!(
+            e.contains("AGENTS.md is a named pipe (FIFO), not a regular file"),
+            "{e}"
+        );
+        let e = read_user(&ws.path().join("AGENTS.md"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a regular file"), "{e}");
+        assert_eq!(read_user(&ws.path().join("none/AGENTS.md")).unwrap(), None);
     }
 
     #[test]

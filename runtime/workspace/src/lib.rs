@@ -44,6 +44,14 @@ pub enum Error {
     /// The trust record cannot be read or written.
     #[error(transparent)]
     Trust(#[from] warden_policy::Error),
+    /// A file warden reads for itself from the workspace (`warden.toml`)
+    /// is refused or cannot be read; the message says what to do.
+    #[error(transparent)]
+    File(warden_policy::Error),
+    /// A folder warden reads its own files from (`.warden/tools`) is a
+    /// link, not a folder, or cannot be read.
+    #[error(transparent)]
+    Input(#[from] warden_state::InputError),
     /// The sandbox cannot start, or a tools folder cannot be read.
     #[error(transparent)]
     Sandbox(#[from] warden_sandbox::Error),

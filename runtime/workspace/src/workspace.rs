@@ -16,6 +16,7 @@ use warden_policy::{
     decide, mcp_key, sha256_hex,
 };
 use warden_sandbox::{ComponentSource, HostConfig, LoadProblem, ToolHost};
+use warden_state::InputDir;
 
 use crate::Error;
 use crate::folders::Folders;
@@ -92,22 +93,18 @@ fn root_of(dir: Option<&Path>) -> Result<PathBuf, Error> {
     Ok(root)
 }
 
-fn read_policy(root: &Path) -> Result<Option<String>, Error> {
-    warden_policy::read_policy_text(root).map_err(|e| {
-        Error::Root(format!(
-            "cannot read {}: {e}",
-            root.join(POLICY_FILE).display()
-        ))
-    })
-}
-
 impl Workspace {
     fn base(dir: Option<&Path>, folders: Folders, mode: Mode) -> Result<Workspace, Error> {
         let root = root_of(dir)?;
         folders.check_workspace(&root)?;
-        let policy_text = read_policy(&root)?;
-        let (drop_ins, drop_in_problems) =
-            ComponentSource::from_dir(&root.join(WORKSPACE_TOOLS), Origin::Workspace)?;
+        // Every file warden reads for itself from the workspace is read
+        // beneath this handle, never through a link (warden-state).
+        let input = InputDir::workspace(&root)?;
+        let policy_text = Policy::read(&input).map_err(Error::File)?;
+        let (drop_ins, drop_in_problems) = match input.dir(WORKSPACE_TOOLS)? {
+            Some(tools) => ComponentSource::from_dir(&tools, Origin::Workspace)?,
+            None => Default::default(),
+        };
         let mut notices = Vec::new();
         let mut instructions = Vec::new();
         let user_file = folders.config.join("warden").join(INSTRUCTIONS_FILE);
@@ -119,7 +116,7 @@ impl Workspace {
             Ok(None) => {}
             Err(e) => notices.push(format!("{} is not used: {e}", user_file.display())),
         }
-        let agents_md = match instructions::read_workspace(&root) {
+        let agents_md = match instructions::read_workspace(&input) {
             Ok(bytes) => bytes.map(|bytes| Instructions {
                 source: INSTRUCTIONS_FILE.to_string(),
                 bytes,
@@ -304,10 +301,11 @@ impl Workspace {
         if self.mode != Mode::SafeDefaults {
             // User tools before workspace ones: a cloned repository cannot
             // shadow them.
-            let (sources, problems) =
-                ComponentSource::from_dir(&self.folders.user_tools(), Origin::User)?;
-            host.add_problems(problems);
-            host.load(sources);
+            if let Some(dir) = InputDir::users(&self.folders.user_tools())? {
+                let (sources, problems) = ComponentSource::from_dir(&dir, Origin::User)?;
+                host.add_problems(problems);
+                host.load(sources);
+            }
             host.add_problems(self.drop_in_problems.iter().cloned());
             host.load(
                 self.drop_ins

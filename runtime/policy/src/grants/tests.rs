@@ -281,6 +281,36 @@ fn load_reads_the_file_or_falls_back_to_defaults() {
     assert_eq!(p.named_tools().collect::<Vec<_>>(), vec!["x"]);
 }
 
+/// The file is read as every workspace file warden reads for itself:
+/// never through a link, capped at 1 MiB, and text.
+#[test]
+fn load_refuses_a_link_an_oversized_file_and_bytes_that_are_not_text() {
+    let d = ws();
+    let outside = ws();
+    std::fs::write(outside.path().join("p.toml"), "[tools.x]\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("p.toml"), d.path().join(POLICY_FILE)).unwrap();
+    let e = Policy::load(d.path()).unwrap_err();
+    assert!(
+        e.to_string().contains("warden.toml is a symbolic link"),
+        "{e}"
+    );
+    std::fs::remove_file(d.path().join(POLICY_FILE)).unwrap();
+    std::fs::write(
+        d.path().join(POLICY_FILE),
+        vec![b'#'; POLICY_MAX as usize + 1],
+    )
+    .unwrap();
+    let e = Policy::load(d.path()).unwrap_err();
+    assert!(e.to_string().contains("more than the 1 MiB"), "{e}");
+    std::fs::write(d.path().join(POLICY_FILE), b"# caf\xe9\n").unwrap();
+    let e = Policy::load(d.path()).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("warden.toml: it is not UTF-8 text (at byte 5): save it as UTF-8"),
+        "{e}"
+    );
+}
+
 #[test]
 fn model_section_parses_and_layers() {
     let d = ws();
