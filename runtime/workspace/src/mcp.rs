@@ -374,6 +374,26 @@ mod tests {
         assert_eq!(files_changed(None, &BTreeMap::new()), None);
     }
 
+    /// A module folder is hashed within its budget: a sparse file of a GiB
+    /// makes it too large to pin without being read into memory whole.
+    #[test]
+    fn a_module_folder_past_the_budget_is_too_large_to_pin() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("pkg")).unwrap();
+        std::fs::write(root.join("pkg/__main__.py"), "print(1)").unwrap();
+        let launch = McpLaunch::Command(["python3", "-m", "pkg"].map(String::from).to_vec());
+        let files = launch_files(&launch, &root);
+        assert_eq!(files["-m pkg"].len(), 64, "{files:?}");
+        // Listed last, so that nothing after it notices the sum past the cap.
+        std::fs::File::create(root.join("pkg/zz.bin"))
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        let files = launch_files(&launch, &root);
+        assert_eq!(files["-m pkg"], "too large to pin");
+    }
+
     #[test]
     fn rmcp_type_names_are_left_out_of_messages() {
         assert_eq!(

@@ -332,6 +332,12 @@ fn tree_sum(dir: &Path, root: &Path) -> String {
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };
+        // Its files are read beneath the folder's handle, never through a
+        // link, and never past what is left of the budget: a sparse file
+        // of many GB is not read into memory to find it too large.
+        let Ok(held) = warden_state::InputDir::workspace(&d) else {
+            continue;
+        };
         let mut entries: Vec<_> = entries.flatten().collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
@@ -357,7 +363,13 @@ fn tree_sum(dir: &Path, root: &Path) -> String {
                 hash.update(b"link:");
                 hash.update(target.as_os_str().as_encoded_bytes());
             } else if kind.is_file() {
-                let data = std::fs::read(&path).unwrap_or_default();
+                let data = match held.read(e.file_name(), TREE_BYTES - bytes) {
+                    Err(warden_state::InputError {
+                        why: warden_state::Why::TooLarge { .. },
+                        ..
+                    }) => return TOO_LARGE.into(),
+                    read => read.ok().flatten().unwrap_or_default(),
+                };
                 bytes += data.len() as u64;
                 hash.update(&data);
             }
