@@ -28,7 +28,6 @@ use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::sys::resource::{Resource, setrlimit};
 use nix::sys::signal::{SigHandler, Signal, kill, signal};
 use nix::sys::wait::{WaitPidFlag, wait, waitpid};
 use nix::unistd::{ForkResult, Pid, chdir, fork, getpid, getuid, pipe2};
@@ -40,7 +39,7 @@ use super::cgroup::{memory_cgroup, pids_cgroup};
 use super::landlock::landlock;
 use super::process::{
     Exec, GO_WHOLE_MEMORY, INIT_PID, TERMINATED, end_as, enter_and_go, open_grants, open_programs,
-    report, report_ok,
+    report, report_ok, set_limits,
 };
 use super::seccomp::{Filter, seccomp};
 
@@ -220,11 +219,7 @@ fn confine(
     processes: u64,
     why: Option<String>,
 ) -> Result<Mechanism, String> {
-    let processes = processes.max(2);
-    setrlimit(Resource::RLIMIT_NPROC, processes, processes)
-        .map_err(|e| format!("setup cannot limit processes: {e}"))?;
-    setrlimit(Resource::RLIMIT_DATA, spec.memory, spec.memory)
-        .map_err(|e| format!("setup cannot limit memory: {e}"))?;
+    set_limits(processes, spec.memory)?;
     let grants = open_grants(spec)?;
     let programs = open_programs(spec)?;
     chdir(&spec.cwd).map_err(|e| {

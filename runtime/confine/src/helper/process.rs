@@ -445,15 +445,21 @@ fn cstring(bytes: &[u8]) -> CString {
     CString::new(&bytes[..end]).expect("no NUL left")
 }
 
+/// The run's rlimits: `processes` tasks (at least 2) and `memory` bytes
+/// of data per process.
+pub(super) fn set_limits(processes: u64, memory: u64) -> Result<(), String> {
+    let processes = processes.max(2);
+    setrlimit(Resource::RLIMIT_NPROC, processes, processes)
+        .map_err(|e| format!("setup cannot limit processes: {e}"))?;
+    setrlimit(Resource::RLIMIT_DATA, memory, memory)
+        .map_err(|e| format!("setup cannot limit memory: {e}"))
+}
+
 /// Limits, ids, the working directory, `/proc` and Landlock, in the init
 /// (and so in everything it starts). Returns the mechanism in force, or
 /// the report line of what failed.
 fn confine(spec: &Spec, whole_memory: bool) -> Result<Mechanism, String> {
-    let processes = spec.processes.max(2);
-    setrlimit(Resource::RLIMIT_NPROC, processes, processes)
-        .map_err(|e| format!("setup cannot limit processes: {e}"))?;
-    setrlimit(Resource::RLIMIT_DATA, spec.memory, spec.memory)
-        .map_err(|e| format!("setup cannot limit memory: {e}"))?;
+    set_limits(spec.processes, spec.memory)?;
     let grants = open_grants(spec)?;
     let programs = open_programs(spec)?;
     let proc = mount_proc();
