@@ -125,9 +125,9 @@ fn a_granted_folder_swapped_mid_run_never_leads_outside() {
 
 // ---- 2. warden's own files follow no workspace link ------------------------
 
-/// A clone that ships `.warden -> ../outside` (and a planted
-/// `.warden/sessions`) gets nothing written through it: sessions live in
-/// the user's state folder.
+/// A clone that ships `.warden -> ../outside` is refused before anything
+/// runs, with the fix; a planted `.warden/sessions` link gets nothing
+/// written through it: sessions live in the user's state folder.
 #[test]
 fn dot_warden_links_shipped_or_planted_are_never_written_through() {
     let sb = Sandbox::new();
@@ -139,7 +139,19 @@ fn dot_warden_links_shipped_or_planted_are_never_written_through() {
         answer("done"),
     ]);
     let r = agent_run(&sb, &mock, true, "go");
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            format!(
+                "error: {}/.warden is a symbolic link; warden does not follow links for its own \
+                 files: replace the link with the folder it points to\n",
+                sb.ws.display()
+            )
+            .as_str()
+        )
+    );
+    assert!(mock.requests().is_empty(), "the model was asked");
     assert_eq!(sb.outside_snapshot(), before, "written through .warden");
     // A `sessions` link planted by the model: the same.
     std::fs::remove_file(sb.ws.join(".warden")).unwrap();
