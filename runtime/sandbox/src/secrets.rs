@@ -3,8 +3,8 @@
 //! takes it back out of everything that returns to the guest or the model.
 //!
 //! The boundary is the policy's: a tool holding a secret reaches only that
-//! secret's hosts. The scrub is a second line: no byte sequence equal to a
-//! form of a secret's value (`forms.rs`: as it is, percent-encoded as
+//! secret's hosts. The scrub is a second line (`warden-scrub`): no byte
+//! sequence equal to a form of a secret's value (as it is, percent-encoded as
 //! common encoders write it, JSON-, HTML- or Markdown-escaped, or
 //! base64-encoded at any offset) enters the guest's memory or leaves the
 //! call, in a header's name or value or a body; how a body arrives does not
@@ -18,15 +18,15 @@
 
 use std::borrow::Cow;
 use std::net::IpAddr;
+use std::sync::Arc;
 
-use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Request, Response};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use warden_policy::{Capability, Grants, NetworkAllow};
+use warden_scrub::Scrubber;
 use warden_state::StateDir;
 
 mod body;
-mod forms;
 mod source;
 
 pub(crate) use body::ScrubBody;
@@ -47,9 +47,6 @@ struct Secret {
     hosts: NetworkAllow,
     send: Send,
     value: String,
-    /// The forms scrubbed ([`forms::forms`]).
-    forms: Vec<Vec<u8>>,
-    marker: Bytes,
 }
 
 /// A secret whose value could not be read: requests go without it, and
@@ -59,9 +56,9 @@ struct Missing {
     why: String,
 }
 
-/// The secrets of one tool.
+/// The secrets of one tool, and the scrubber of their values.
 #[derive(Default)]
-pub(crate) struct Secrets(Vec<Secret>, Vec<Missing>);
+pub(crate) struct Secrets(Vec<Secret>, Vec<Missing>, Arc<Scrubber>);
 
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -100,7 +97,15 @@ impl Secrets {
                 }),
             }
         }
-        Ok(Secrets(out, missing))
+        Ok(Secrets::new(out, missing))
+    }
+
+    fn new(secrets: Vec<Secret>, missing: Vec<Missing>) -> Secrets {
+        let mut scrubber = Scrubber::default();
+        for s in &secrets {
+            scrubber.add(&s.value, format!("[secret {}]", s.name));
+        }
+        Secrets(secrets, missing, Arc::new(scrubber))
     }
 
     /// Whether the tool has no secret.
@@ -204,56 +209,11 @@ impl Secrets {
     }
 
     fn scrub_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
-        let mut out: Cow<'a, [u8]> = Cow::Borrowed(bytes);
-        for s in &self.0 {
-            for form in &s.forms {
-                if let Some(replaced) = replace(&out, form, &s.marker) {
-                    out = Cow::Owned(replaced);
-                }
-            }
-        }
-        out
-    }
-
-    /// How many of the last bytes received always wait for the next ones:
-    /// the longest form, less one.
-    fn hold(&self) -> usize {
-        let forms = self.0.iter().flat_map(|s| s.forms.iter());
-        forms.map(Vec::len).max().unwrap_or(1) - 1
-    }
-
-    /// `cut`, or an earlier offset of `bytes` such that no whole form
-    /// begins before it and ends after it.
-    fn cut_outside_forms(&self, bytes: &[u8], mut cut: usize) -> usize {
-        loop {
-            let before = cut;
-            for f in self.0.iter().flat_map(|s| s.forms.iter()) {
-                let from = cut.saturating_sub(f.len() - 1);
-                let to = (cut + f.len() - 1).min(bytes.len());
-                if let Some(i) = memmem(&bytes[from..to], f, 0) {
-                    cut = cut.min(from + i);
-                }
-            }
-            if cut == before {
-                return cut;
-            }
-        }
-    }
-
-    /// Whether header name `name` (lower case) holds a form of a secret,
-    /// in any case.
-    fn in_name(&self, name: &str) -> bool {
-        let name = name.as_bytes();
-        self.0.iter().flat_map(|s| s.forms.iter()).any(|f| {
-            name.len() >= f.len() && name.windows(f.len()).any(|w| w.eq_ignore_ascii_case(f))
-        })
+        self.2.scrub(bytes)
     }
 
     /// `res` with the secrets scrubbed from its headers and body.
-    pub(crate) fn scrub_response<B>(
-        self: &std::sync::Arc<Self>,
-        res: Response<B>,
-    ) -> Response<ScrubBody<B>> {
+    pub(crate) fn scrub_response<B>(&self, res: Response<B>) -> Response<ScrubBody<B>> {
         let (mut parts, body) = res.into_parts();
         // A header named by an echo goes whole; the length is the server's,
         // not what the tool will read.
@@ -264,7 +224,7 @@ impl Secrets {
                 name = n;
             }
             let Some(n) = &name else { continue };
-            if self.in_name(n.as_str()) || *n == http::header::CONTENT_LENGTH {
+            if self.2.in_name(n.as_str().as_bytes()) || *n == http::header::CONTENT_LENGTH {
                 continue;
             }
             if let Cow::Owned(b) = self.scrub_bytes(v.as_bytes())
@@ -274,7 +234,7 @@ impl Secrets {
             }
             parts.headers.append(n.clone(), v);
         }
-        Response::from_parts(parts, ScrubBody::new(body, self.clone()))
+        Response::from_parts(parts, ScrubBody::new(body, self.2.clone()))
     }
 }
 
@@ -290,42 +250,13 @@ impl Secret {
         } else {
             return Err(format!("secret `{name}`: unknown way to send it `{send}`"));
         };
-        let forms = forms::forms(&value);
         Ok(Secret {
             name: name.to_string(),
             hosts: NetworkAllow::new(hosts.iter().map(String::as_str)),
             send,
-            marker: Bytes::from(format!("[secret {name}]")),
             value,
-            forms,
         })
     }
-}
-
-/// `hay` with every `needle` replaced by `with`, or `None` when there is none.
-fn replace(hay: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
-    let first = memmem(hay, needle, 0)?;
-    let mut out = Vec::with_capacity(hay.len());
-    let mut at = 0;
-    let mut next = Some(first);
-    while let Some(i) = next {
-        out.extend_from_slice(&hay[at..i]);
-        out.extend_from_slice(with);
-        at = i + needle.len();
-        next = memmem(hay, needle, at);
-    }
-    out.extend_from_slice(&hay[at..]);
-    Some(out)
-}
-
-fn memmem(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    if needle.is_empty() || hay.len() < from + needle.len() {
-        return None;
-    }
-    hay[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|i| i + from)
 }
 
 /// The coding of `res`, a response to a request that carried a secret,
@@ -378,7 +309,7 @@ pub(crate) mod tests {
     use base64::Engine as _;
 
     pub(crate) fn secrets(value: &str) -> Secrets {
-        Secrets(
+        Secrets::new(
             vec![
                 Secret::new(
                     "key",

@@ -15,6 +15,7 @@
 pub mod jsonrpc;
 pub mod paths;
 pub mod policy;
+pub mod scrub;
 pub mod sse;
 pub mod textproto;
 pub mod trust;

@@ -66,7 +66,7 @@ const MARKDOWN: &[(&str, &str)] = &[
 
 /// Every form of `value` to scrub, without duplicates, longest-lived
 /// first: a whole form is replaced before a part of it could be.
-pub(super) fn forms(value: &str) -> Vec<Vec<u8>> {
+pub fn forms(value: &str) -> Vec<Vec<u8>> {
     let json = value.replace('\\', "\\\\").replace('"', "\\\"");
     let mut all = vec![
         value.to_string(),
