@@ -256,7 +256,7 @@ fn a_fork_bomb_and_a_memory_bomb_end_and_the_host_still_works() {
 /// Whether this process may make a cgroup (v1) under the `memory`
 /// controller beside its own, as warden's helper does.
 fn memory_cgroup_here() -> bool {
-    let Some(parent) = own_cgroup("memory") else {
+    let Some(parent) = warden_confine::kernel().memory_cgroup else {
         return false;
     };
     let probe = parent.join(marker("probe"));
@@ -1312,33 +1312,12 @@ fn ctrl_c_kills_a_running_command_at_once() {
     assert_eq!(mock.requests().len(), 1, "the turn went on: {stderr}");
 }
 
-/// This test process's own cgroup (v1) of `controller`, where warden
-/// makes its runs', if that controller is mounted.
-fn own_cgroup(controller: &str) -> Option<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = own.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        controllers
-            .split(',')
-            .any(|c| c == controller)
-            .then_some(path)
-    })?;
-    Some(
-        PathBuf::from("/sys/fs/cgroup")
-            .join(controller)
-            .join(path.trim_start_matches('/')),
-    )
-}
-
 /// The `warden-confine-PID` cgroups (both controllers) beside this test
 /// process's own whose helper is gone.
 fn stale_cgroups() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for controller in ["pids", "memory"] {
-        let Some(parent) = own_cgroup(controller) else {
-            continue;
-        };
+    let k = warden_confine::kernel();
+    for parent in [k.pids_cgroup, k.memory_cgroup].into_iter().flatten() {
         for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(pid) = name.strip_prefix("warden-confine-") else {
