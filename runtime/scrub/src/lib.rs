@@ -27,11 +27,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 mod forms;
 
 pub use forms::forms;
+
+/// Shortest value that may be a secret: a shorter one would be scrubbed
+/// out of ordinary text.
+pub const MIN_LEN: usize = 8;
 
 /// The values to scrub, each with its forms and its marker.
 #[derive(Default)]
@@ -202,7 +206,7 @@ impl Stream {
         }
         let mut out = Vec::new();
         let (used, _) = self.scrubber.pass(&self.pending, hold, &mut out);
-        let _ = self.pending.split_to(used);
+        self.pending.advance(used);
         self.ready.extend_from_slice(&out);
     }
 }

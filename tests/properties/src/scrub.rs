@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use warden_scrub::{Scrubber, Stream, forms};
+use warden_scrub::{MIN_LEN, Scrubber, Stream, forms};
 
 /// `data`: parts separated by `0xFF` ([`crate::parts`]):
 /// - the body, where `0xFE k j` is form `j` of secret `k` whole, and
@@ -25,9 +25,6 @@ use warden_scrub::{Scrubber, Stream, forms};
 pub fn check(data: &[u8]) {
     Case::new(data).check();
 }
-
-/// Shortest value warden accepts as a secret (the sandbox's `MIN_LEN`).
-const MIN_LEN: usize = 8;
 
 #[derive(Debug)]
 struct Case {

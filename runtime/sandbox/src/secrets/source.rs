@@ -4,13 +4,10 @@
 //! value it is, and never the model's API key.
 
 use warden_policy::{Capability, Grants, USER_CONFIG, UserConfig};
+use warden_scrub::MIN_LEN;
 use warden_state::StateDir;
 
 use super::SECRETS_FILE;
-
-/// Shortest value that may be a secret: a shorter one would be scrubbed
-/// out of ordinary text.
-const MIN_LEN: usize = 8;
 
 /// The user's files, read once per tool.
 pub(super) struct Sources<'a> {
