@@ -55,4 +55,4 @@ pub use cgroup::remove_stale as remove_stale_cgroups;
 pub(crate) use cgroup::{cgroup_parent, remove_cgroups};
 pub use landlock::SYSTEM_DIRS;
 pub use process::{HELPER_ARG, helper_main};
-pub(crate) use process::{REPORT, SPEC_VAR};
+pub(crate) use process::{REPORT, REPORT_LEN, SPEC_VAR};

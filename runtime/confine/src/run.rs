@@ -16,7 +16,7 @@ use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
 use crate::capture::Capture;
-use crate::helper::{HELPER_ARG, REPORT, SPEC_VAR};
+use crate::helper::{HELPER_ARG, REPORT, REPORT_LEN, SPEC_VAR};
 use crate::spec::{Error, Finished, Limit, Mechanism, Result, Spec, Status, Unavailable};
 
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
@@ -120,22 +120,20 @@ fn spawn_helper(helper: &Path, json: &str, stdin: Stdio, stderr: Stdio) -> Resul
         })
 }
 
-/// Reads the helper's report line, byte by byte so that nothing of the
-/// program's own output is taken with it.
+/// Reads the helper's report: its prefix and length, then exactly that
+/// many bytes, so that nothing of the program's own output is taken with
+/// it. None when the helper ended (or wrote something else) first.
 fn read_report(stdout: &mut ChildStdout) -> Option<String> {
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while line.len() < 64 << 10 {
-        match stdout.read(&mut b) {
-            Ok(1) if b[0] == b'\n' => break,
-            Ok(1) => line.push(b[0]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            _ => return None,
-        }
+    let mut head = [0u8; REPORT.len() + REPORT_LEN];
+    stdout.read_exact(&mut head).ok()?;
+    let len = head.strip_prefix(REPORT.as_bytes())?;
+    let len = usize::from_str_radix(std::str::from_utf8(len).ok()?, 16).ok()?;
+    if len > 64 << 10 {
+        return None;
     }
-    String::from_utf8_lossy(&line)
-        .strip_prefix(REPORT)
-        .map(str::to_string)
+    let mut line = vec![0u8; len];
+    stdout.read_exact(&mut line).ok()?;
+    Some(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// The report as the mechanism, or the error it names.

@@ -196,7 +196,8 @@ fn main() {
     // read_file, or `--args JSON` for it, or `--upper`, or
     // `--native` (the same read with std::fs); `--pages` also prints the
     // pages each call touched, per mapping, until its answer. `--idle`
-    // prints only the after-idle rows, `--search` only the search rows.
+    // prints only the after-idle rows, `--search` only the search rows, `--exec`
+    // only the exec rows.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
         .iter()
@@ -293,6 +294,9 @@ fn main() {
     }
     if argv.iter().any(|a| a == "--search") {
         return search::run();
+    }
+    if argv.iter().any(|a| a == "--exec") {
+        return exec_rows();
     }
     if argv.iter().any(|a| a == "--idle") {
         let (w, m, n, c) = idle_rows(&tools, args, &file);
@@ -483,23 +487,7 @@ fn main() {
         ratio(wire, one_parse),
     );
 
-    println!();
-    println!("exec: `true` as a confined process (median of 30)");
-    let (confined, alone, unconfined) = exec_true();
-    println!(
-        "  spawn /bin/true, unconfined {:>11}   (baseline)",
-        us(unconfined)
-    );
-    println!(
-        "  confined, namespaces       {:>12}   ({:.1}x baseline: helper, namespaces, Landlock, seccomp, init)",
-        us(confined),
-        ratio(confined, unconfined)
-    );
-    println!(
-        "  confined, Landlock alone   {:>12}   ({:.1}x baseline: helper, Landlock, seccomp)",
-        us(alone),
-        ratio(alone, unconfined)
-    );
+    exec_rows();
 
     web::run();
 
@@ -547,6 +535,27 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 /// A confined `true` (warden re-executed as the helper) under each
 /// mechanism, and a plain spawn of `true`, interleaved so that a noisy
 /// moment hits all alike.
+/// The exec rows: `true` confined by each mechanism against a plain spawn.
+fn exec_rows() {
+    println!();
+    println!("exec: `true` as a confined process (median of 30)");
+    let (confined, alone, unconfined) = exec_true();
+    println!(
+        "  spawn /bin/true, unconfined {:>11}   (baseline)",
+        us(unconfined)
+    );
+    println!(
+        "  confined, namespaces       {:>12}   ({:.1}x baseline: helper, namespaces, Landlock, seccomp, init)",
+        us(confined),
+        ratio(confined, unconfined)
+    );
+    println!(
+        "  confined, Landlock alone   {:>12}   ({:.1}x baseline: helper, Landlock, seccomp)",
+        us(alone),
+        ratio(alone, unconfined)
+    );
+}
+
 fn exec_true() -> (Duration, Duration, Duration) {
     use warden_confine::Confinement;
     // The helper warden embeds and runs (`make helper`), from its file.

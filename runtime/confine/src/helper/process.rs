@@ -31,8 +31,13 @@ pub const HELPER_ARG: &str = "__confine";
 /// The variable that carries the spec, as JSON, to the helper.
 pub(crate) const SPEC_VAR: &str = "WARDEN_CONFINE_SPEC";
 
-/// Prefix of the helper's report line on stdout, before the program runs.
+/// Prefix of the helper's report on stdout, before the program runs; the
+/// report's length follows as [`REPORT_LEN`] hex digits, then the report,
+/// so that warden reads it whole in two reads and takes nothing of the
+/// program's own output with it.
 pub(crate) const REPORT: &str = "\0warden-confine ";
+/// Hex digits of the report's length.
+pub(crate) const REPORT_LEN: usize = 8;
 
 /// The init's pid, once cloned, for [`on_term`].
 pub(super) static INIT_PID: AtomicI32 = AtomicI32::new(0);
@@ -73,7 +78,7 @@ pub(super) fn report_ok(mechanism: &Mechanism) {
 
 pub(super) fn report(line: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(format!("{REPORT}{line}\n").as_bytes());
+    let _ = out.write_all(format!("{REPORT}{:0w$x}{line}", line.len(), w = REPORT_LEN).as_bytes());
     let _ = out.flush();
 }
 
