@@ -14,9 +14,19 @@ tools: wasm-target
 	cargo build $(WASM) --manifest-path tools-wasm/Cargo.toml
 
 ## The confinement helper (embedded into the warden binary): a small
-## binary of its own, which starts faster than warden.
+## binary of its own, which starts faster than warden. On Linux it is
+## linked statically against musl (its target installed once, as the
+## guests' is): it then starts in a fifth of the time a dynamically linked
+## one takes, twice for every confined command. runtime/cli/build.rs
+## embeds it from the same path.
+HELPER_TARGET := $(if $(filter Linux,$(shell uname -s)),$(shell uname -m)-unknown-linux-musl)
 helper:
+ifneq ($(HELPER_TARGET),)
+	@rustup target list --installed | grep -qx $(HELPER_TARGET) || rustup target add $(HELPER_TARGET)
+	cargo build --release -p warden-confine-helper --target $(HELPER_TARGET)
+else
 	cargo build --release -p warden-confine-helper
+endif
 
 ## Hostile and broken components used only by the tests.
 test-guests: wasm-target

@@ -313,6 +313,17 @@ pub fn namespaced() -> bool {
     confinement().kind == warden_confine::Confinement::Namespaces
 }
 
+/// The confinement helper warden embeds, where `make helper` built it
+/// (as `runtime/cli/build.rs` finds it): for the musl target of this
+/// architecture, next to the host's `target/release`.
+pub fn helper_bin() -> PathBuf {
+    let release = warden_bin().parent().unwrap().to_path_buf();
+    let target = release.parent().unwrap();
+    target
+        .join(format!("{}-unknown-linux-musl", std::env::consts::ARCH))
+        .join("release/warden-confine-helper")
+}
+
 pub fn warden_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     // Tests run from target/release/deps/, the benchmark from target/release/.

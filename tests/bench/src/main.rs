@@ -559,7 +559,7 @@ fn exec_rows() {
 fn exec_true() -> (Duration, Duration, Duration) {
     use warden_confine::Confinement;
     // The helper warden embeds and runs (`make helper`), from its file.
-    let helper = warden_bin().with_file_name("warden-confine-helper");
+    let helper = warden_tests::helper_bin();
     assert!(helper.is_file(), "{} is not built", helper.display());
     warden_confine::set_helper(helper);
     let program = ["/usr/bin/true", "/bin/true"]
