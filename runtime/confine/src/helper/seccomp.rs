@@ -4,6 +4,9 @@
 /// every architecture, not yet in `libc`).
 const SYS_SETXATTRAT: i64 = 463;
 const SYS_REMOVEXATTRAT: i64 = 466;
+/// `fchmodat2(2)` (Linux 6.6; likewise, and not in `libc` for every
+/// target).
+const SYS_FCHMODAT2: i64 = 452;
 
 /// Which run the filter is for: what the fallback refuses beyond the
 /// namespaced run, which namespaces give it.
@@ -161,18 +164,23 @@ fn rules(filter: Filter) -> Vec<Rule> {
     let mut rules = vec![
         (libc::SYS_socket, socket, libc::EACCES),
         (libc::SYS_socketpair, socketpair, libc::EACCES),
-        (libc::SYS_chmod, set_id(1), libc::EACCES),
         (libc::SYS_fchmod, set_id(1), libc::EACCES),
         (libc::SYS_fchmodat, set_id(2), libc::EACCES),
-        (libc::SYS_fchmodat2, set_id(2), libc::EACCES),
-        (libc::SYS_open, set_id(2), libc::EACCES),
+        (SYS_FCHMODAT2, set_id(2), libc::EACCES),
         (libc::SYS_openat, set_id(3), libc::EACCES),
-        (libc::SYS_creat, set_id(1), libc::EACCES),
-        (libc::SYS_mknod, set_id(1), libc::EACCES),
         (libc::SYS_mknodat, set_id(2), libc::EACCES),
-        (libc::SYS_mkdir, set_id(1), libc::EACCES),
         (libc::SYS_mkdirat, set_id(2), libc::EACCES),
     ];
+    // The older calls, where the architecture still has them (aarch64
+    // and riscv64 have only the `*at` ones).
+    #[cfg(target_arch = "x86_64")]
+    rules.extend([
+        (libc::SYS_chmod, set_id(1), libc::EACCES),
+        (libc::SYS_open, set_id(2), libc::EACCES),
+        (libc::SYS_creat, set_id(1), libc::EACCES),
+        (libc::SYS_mknod, set_id(1), libc::EACCES),
+        (libc::SYS_mkdir, set_id(1), libc::EACCES),
+    ]);
     rules.extend(
         [
             libc::SYS_setxattr,
