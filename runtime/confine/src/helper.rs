@@ -37,10 +37,11 @@
 //! The process side is here; the mechanisms each have a module: `cgroup`,
 //! `seccomp`, `mounts`, `landlock`, `alone`.
 //!
-//! This is the one module of the crate with `unsafe`: `clone` and `fork`
-//! (and `mount_setattr` in `mounts`), besides the Landlock version query
-//! in `kernel`.
-//! Both are called from the helper, a fresh single-threaded process.
+//! This is the one module of the crate with `unsafe`: `clone` and `fork`,
+//! `mount_setattr` in `mounts`, the capability calls in `alone` and the
+//! filter's `seccomp(2)` in `seccomp`, besides the Landlock version query
+//! in `kernel`. All are called from the helper, a fresh single-threaded
+//! process.
 
 #![allow(unsafe_code)]
 
