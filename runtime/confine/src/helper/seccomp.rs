@@ -87,7 +87,7 @@ pub(super) fn seccomp(filter: Filter) -> Result<(), String> {
 }
 
 /// When a filtered call is refused.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 enum When {
     /// Always.
     Always,
@@ -97,7 +97,7 @@ enum When {
 
 /// A test of one argument (its low 32 bits: every argument tested here is
 /// an `int`, a mode or flags that fit in them).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 enum Cond {
     /// `arg & mask` is none of `values`.
     NotIn {
@@ -325,7 +325,6 @@ fn compile(rules: &[Rule]) -> Result<Vec<libc::sock_filter>, String> {
         })
         .collect();
     rules.sort_by_key(|r| r.0);
-    rules.dedup_by_key(|r| r.0);
     let mut code = vec![
         stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, ARCH),
         jump(libc::BPF_JEQ, audit_arch, 1, 0),
@@ -337,7 +336,8 @@ fn compile(rules: &[Rule]) -> Result<Vec<libc::sock_filter>, String> {
         code.push(ret_errno(libc::EACCES));
     }
     code.extend(tree(&rules));
-    if code.len() > usize::from(u16::MAX) || code.len() > 4096 {
+    // BPF_MAXINSNS: the kernel takes no longer filter.
+    if code.len() > 4096 {
         return Err(format!(
             "setup seccomp filter too long: {} instructions",
             code.len()
@@ -351,12 +351,13 @@ fn compile(rules: &[Rule]) -> Result<Vec<libc::sock_filter>, String> {
 fn tree(rules: &[(u32, &When, i32)]) -> Vec<libc::sock_filter> {
     let [(nr, when, errno)] = rules else {
         let (low, high) = rules.split_at(rules.len() / 2);
+        let high_start = high[0].0;
         let low = tree(low);
         let high = tree(high);
         // `jge` jumps at most 255 ahead: on "at least", fall on a `ja`
         // (which jumps anywhere) over the lower half.
         let mut code = vec![
-            jump(libc::BPF_JGE, high_start(rules), 0, 1),
+            jump(libc::BPF_JGE, high_start, 0, 1),
             stmt(libc::BPF_JMP | libc::BPF_JA, offset(low.len())),
         ];
         code.extend(low);
@@ -364,11 +365,6 @@ fn tree(rules: &[(u32, &When, i32)]) -> Vec<libc::sock_filter> {
         return code;
     };
     leaf(*nr, when, *errno)
-}
-
-/// The first number of the upper half of `rules`.
-fn high_start(rules: &[(u32, &When, i32)]) -> u32 {
-    rules[rules.len() / 2].0
 }
 
 /// One rule's code: not this call, allowed; this call, its conditions
@@ -545,6 +541,12 @@ mod tests {
             assert!(program.len() < 1024, "{} instructions", program.len());
             let arch = AUDIT_ARCH.unwrap();
             let ruled: Vec<u32> = rules.iter().map(|r| r.0 as u32).collect();
+            let distinct: std::collections::BTreeSet<_> = ruled.iter().collect();
+            assert_eq!(
+                distinct.len(),
+                ruled.len(),
+                "{filter:?}: a call has two rules"
+            );
             for nr in (0..1024u32).chain((0..1024).map(|n| n | X32_SYSCALL_BIT)) {
                 let some = [0; 6];
                 assert_eq!(
