@@ -196,8 +196,8 @@ fn main() {
     // read_file, or `--args JSON` for it, or `--upper`, or
     // `--native` (the same read with std::fs); `--pages` also prints the
     // pages each call touched, per mapping, until its answer. `--idle`
-    // prints only the after-idle rows, `--search` only the search rows, `--exec`
-    // only the exec rows.
+    // prints only the after-idle rows, `--search` only the search rows,
+    // `--exec` only the exec rows.
     let argv: Vec<String> = std::env::args().collect();
     let calls = argv
         .iter()
@@ -532,9 +532,6 @@ fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64()
 }
 
-/// A confined `true` (warden re-executed as the helper) under each
-/// mechanism, and a plain spawn of `true`, interleaved so that a noisy
-/// moment hits all alike.
 /// The exec rows: `true` confined by each mechanism against a plain spawn.
 fn exec_rows() {
     println!();
@@ -556,6 +553,9 @@ fn exec_rows() {
     );
 }
 
+/// A confined `true` (run by the helper warden embeds) under each
+/// mechanism, and a plain spawn of `true`, interleaved so that a noisy
+/// moment hits all alike.
 fn exec_true() -> (Duration, Duration, Duration) {
     use warden_confine::Confinement;
     // The helper warden embeds and runs (`make helper`), from its file.
